@@ -1,0 +1,105 @@
+from __future__ import annotations
+
+import datetime
+from collections.abc import Mapping
+from typing import Any, TypeVar, cast
+
+from attrs import define as _attrs_define
+from attrs import field as _attrs_field
+
+T = TypeVar("T", bound="LockState")
+
+
+@_attrs_define
+class LockState:
+    key: str
+    """ 1 to 255 characters from `A-Z a-z 0-9 - _ . : /`, except `.` and `..` alone. """
+    held: bool
+    """ True while an unexpired lease exists. """
+    expires_at: datetime.datetime | None
+    """ When the current lease expires; null when the lock is free. """
+    fencing_token: int | None
+    """ The current or last issued fencing token; null when never acquired. """
+    additional_properties: dict[str, Any] = _attrs_field(init=False, factory=dict)
+
+    def to_dict(self) -> dict[str, Any]:
+        key = self.key
+
+        held = self.held
+
+        expires_at: None | str
+        if isinstance(self.expires_at, datetime.datetime):
+            expires_at = self.expires_at.isoformat()
+        else:
+            expires_at = self.expires_at
+
+        fencing_token: int | None
+        fencing_token = self.fencing_token
+
+        field_dict: dict[str, Any] = {}
+        field_dict.update(self.additional_properties)
+        field_dict.update(
+            {
+                "key": key,
+                "held": held,
+                "expires_at": expires_at,
+                "fencing_token": fencing_token,
+            }
+        )
+
+        return field_dict
+
+    @classmethod
+    def from_dict(cls: type[T], src_dict: Mapping[str, Any]) -> T:
+        d = dict(src_dict)
+        key = d.pop("key")
+
+        held = d.pop("held")
+
+        def _parse_expires_at(data: object) -> datetime.datetime | None:
+            if data is None:
+                return data
+            try:
+                if not isinstance(data, str):
+                    raise TypeError()
+                expires_at_type_0 = datetime.datetime.fromisoformat(data)
+
+                return expires_at_type_0
+            except (TypeError, ValueError, AttributeError, KeyError):
+                pass
+            return cast(datetime.datetime | None, data)
+
+        expires_at = _parse_expires_at(d.pop("expires_at"))
+
+        def _parse_fencing_token(data: object) -> int | None:
+            if data is None:
+                return data
+            return cast(int | None, data)
+
+        fencing_token = _parse_fencing_token(d.pop("fencing_token"))
+
+        lock_state = cls(
+            key=key,
+            held=held,
+            expires_at=expires_at,
+            fencing_token=fencing_token,
+        )
+
+        lock_state.additional_properties = d
+        return lock_state
+
+    @property
+    def additional_keys(self) -> list[str]:
+        return list(self.additional_properties.keys())
+
+    def __getitem__(self, key: str) -> Any:
+        return self.additional_properties[key]
+
+    def __setitem__(self, key: str, value: Any) -> None:
+        self.additional_properties[key] = value
+
+    def __delitem__(self, key: str) -> None:
+        del self.additional_properties[key]
+
+    def __contains__(self, key: str) -> bool:
+        return key in self.additional_properties

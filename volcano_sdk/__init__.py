@@ -1,0 +1,1 @@
+"""Volcano Locks SDK."""

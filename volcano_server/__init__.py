@@ -1,0 +1,1 @@
+"""Volcano Locks reference service: the contract in openapi.yaml, served over HTTP."""
