@@ -1,0 +1,5 @@
+"""`python -m volcano_server ...` is `volcano-locks ...`."""
+
+from .cli import main
+
+raise SystemExit(main())

@@ -1,0 +1,92 @@
+"""Explicit validation of everything a request carries; the contract is openapi.yaml.
+
+Nothing here trusts a framework's coercion: `True` is not a TTL, `"30"` is not a TTL, `30.0`
+is not a TTL.  Unknown JSON fields are ignored, so newer clients can talk to older servers.
+"""
+
+from __future__ import annotations
+
+import json
+import re
+from typing import Any
+
+from starlette.requests import Request
+
+from ._errors import MalformedRequest, PayloadTooLarge, ValidationFailed
+
+__all__ = [
+    "MAX_BODY_BYTES",
+    "TTL_MAX",
+    "TTL_MIN",
+    "is_uuid",
+    "read_json_object",
+    "validate_key",
+    "validate_token",
+    "validate_ttl",
+]
+
+MAX_BODY_BYTES = 4096
+TTL_MIN = 5
+TTL_MAX = 7_776_000  # 90 days
+
+_KEY = re.compile(r"[A-Za-z0-9_.:/-]{1,255}")
+# ASCII only: str.isdigit-style classes would accept other scripts' digits.
+_UUID = re.compile(r"[0-9A-Fa-f]{8}-[0-9A-Fa-f]{4}-[0-9A-Fa-f]{4}-[0-9A-Fa-f]{4}-[0-9A-Fa-f]{12}")
+
+
+def is_uuid(value: object) -> bool:
+    return isinstance(value, str) and _UUID.fullmatch(value) is not None
+
+
+def validate_key(key: str) -> str:
+    # `.` and `..` alone would be eaten by URL resolution on the way here.
+    if _KEY.fullmatch(key) is None or key in (".", ".."):
+        raise ValidationFailed(
+            "the key must be 1 to 255 characters from A-Z a-z 0-9 - _ . : / and not '.' or '..'"
+        )
+    return key
+
+
+def validate_token(body: dict[str, Any]) -> str:
+    if "token" not in body:
+        raise ValidationFailed("token is required")
+    token = body["token"]
+    if not is_uuid(token):
+        raise ValidationFailed("token must be a UUID string (8-4-4-4-12 hexadecimal)")
+    assert isinstance(token, str)
+    return token
+
+
+def validate_ttl(body: dict[str, Any]) -> int:
+    if "ttl" not in body:
+        raise ValidationFailed("ttl is required")
+    ttl = body["ttl"]
+    # type() rather than isinstance(): bool is a subclass of int.
+    if type(ttl) is not int:
+        raise ValidationFailed("ttl must be an integer number of seconds")
+    if not TTL_MIN <= ttl <= TTL_MAX:
+        raise ValidationFailed(f"ttl must be between {TTL_MIN} and {TTL_MAX} seconds")
+    return ttl
+
+
+async def read_json_object(request: Request) -> dict[str, Any]:
+    """The body as a JSON object, read at most MAX_BODY_BYTES (+1) bytes into memory."""
+    length = request.headers.get("content-length")
+    declared = int(length) if length and length.isascii() and length.isdigit() else 0
+    if declared > MAX_BODY_BYTES:
+        raise PayloadTooLarge(f"the request body exceeds {MAX_BODY_BYTES} bytes")
+    chunks: list[bytes] = []
+    size = 0
+    async for chunk in request.stream():
+        size += len(chunk)
+        if size > MAX_BODY_BYTES:
+            raise PayloadTooLarge(f"the request body exceeds {MAX_BODY_BYTES} bytes")
+        chunks.append(chunk)
+    raw = b"".join(chunks)
+    try:
+        body = json.loads(raw)
+    except (ValueError, RecursionError) as exc:  # includes JSONDecodeError, UnicodeDecodeError
+        raise MalformedRequest("the request body is not valid JSON") from exc
+    if not isinstance(body, dict):
+        raise MalformedRequest("the request body must be a JSON object")
+    return body
