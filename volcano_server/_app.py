@@ -256,6 +256,8 @@ def create_app(
         exception_handlers={ApiError: api_error, HTTPException: http_error},
         lifespan=lifespan,
     )
+    # A redirect to "the same path with a slash" would be a 307, not the contract's JSON 404.
+    app.router.redirect_slashes = False
     app.add_middleware(_RequestContext, access_log=access_log)
     return app
 

@@ -2,13 +2,15 @@
 
 from __future__ import annotations
 
+import http.client
+import json
 import uuid
 from typing import Any
 from urllib.parse import quote
 
 import httpx
 
-__all__ = ["Api", "new_key", "new_token"]
+__all__ = ["Api", "RawResponse", "lock_path", "new_key", "new_token", "raw_request"]
 
 
 def new_token() -> str:
@@ -76,3 +78,33 @@ class Api:
 
     def get(self, key: str, *, request_id: str | None = None) -> httpx.Response:
         return self.client.get(lock_path(key), headers=self._headers(request_id))
+
+
+class RawResponse:
+    def __init__(self, status: int, headers: dict[str, str], body: bytes) -> None:
+        self.status_code = status
+        self.headers = headers
+        self.content = body
+        self.text = body.decode("utf-8", "replace")
+
+    def json(self) -> Any:
+        return json.loads(self.content)
+
+
+def raw_request(
+    url: str,
+    method: str,
+    path: str,
+    *,
+    body: bytes | None = None,
+    headers: dict[str, str] | None = None,
+) -> RawResponse:
+    """Send `path` byte for byte: http.client neither resolves `.` segments nor re-encodes."""
+    host, port = url.removeprefix("http://").split(":")
+    conn = http.client.HTTPConnection(host, int(port), timeout=10)
+    try:
+        conn.request(method, path, body=body, headers=headers or {})
+        r = conn.getresponse()
+        return RawResponse(r.status, {k.lower(): v for k, v in r.getheaders()}, r.read())
+    finally:
+        conn.close()
