@@ -45,14 +45,16 @@ def _env(extra: dict[str, str] | None = None) -> dict[str, str]:
     return env
 
 
-def run_cli(*args: str, timeout: float = 30) -> subprocess.CompletedProcess[str]:
+def run_cli(
+    *args: str, timeout: float = 30, env: dict[str, str] | None = None
+) -> subprocess.CompletedProcess[str]:
     """`volcano-locks ARGS...` as a subprocess; the caller checks returncode."""
     return subprocess.run(
         [sys.executable, "-m", "volcano_server", *args],
         capture_output=True,
         text=True,
         timeout=timeout,
-        env=_env(),
+        env=_env(env),
         cwd=REPO_ROOT,
         check=False,
     )
