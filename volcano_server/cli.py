@@ -161,6 +161,9 @@ def _log_config(level: str) -> dict[str, Any]:
         "level": level.upper(),
         "propagate": False,
     }
+    # asyncpg's pool logs a full traceback each time it fails to restore its floor during an
+    # outage; our own one-line warnings (and /ready) already say the database is away.
+    config["loggers"]["asyncpg"] = {"handlers": ["default"], "level": "ERROR", "propagate": False}
     return config
 
 
