@@ -16,14 +16,14 @@ import os
 import random
 import time
 import uuid
-from collections.abc import AsyncIterator
+from collections.abc import AsyncIterator, Awaitable, Callable
 from urllib.parse import quote, unquote
 
 from starlette.applications import Starlette
 from starlette.exceptions import HTTPException
 from starlette.requests import Request
 from starlette.responses import JSONResponse, Response
-from starlette.routing import Route
+from starlette.routing import Match, Route
 from starlette.types import ASGIApp, Message, Receive, Scope, Send
 
 from . import storage
@@ -55,6 +55,7 @@ _ACTIONS: dict[str, Operation] = {
 }
 _ALL_METHODS = ["GET", "HEAD", "POST", "PUT", "PATCH", "DELETE", "OPTIONS", "TRACE"]
 _REQUEST_ID = "volcano.request_id"
+_REQUEST_ID_INVALID = "volcano.request_id_invalid"
 _ROUTE = "volcano.route"  # the route template, for the access log (never the key itself)
 
 
@@ -86,6 +87,9 @@ class _RequestContext:
         invalid = sent is not None and not is_uuid(sent)
         request_id = sent if sent is not None and not invalid else str(uuid.uuid4())
         scope[_REQUEST_ID] = request_id
+        # Lock routes refuse an invalid id with 422, after authentication (so a request without
+        # credentials learns nothing but 401); other routes just use the assigned one.
+        scope[_REQUEST_ID_INVALID] = invalid
         status = 500
         response_started = False
 
@@ -100,14 +104,7 @@ class _RequestContext:
             await send(message)
 
         try:
-            if invalid:
-                response = error_response(
-                    ValidationFailed("X-Request-Id must be a UUID string (8-4-4-4-12)"),
-                    request_id,
-                )
-                await response(scope, receive, send_with_id)
-            else:
-                await self.app(scope, receive, send_with_id)
+            await self.app(scope, receive, send_with_id)
         except Exception:
             # Details go to the server log only; the client learns nothing internal.
             logger.exception("unhandled error in request %s", request_id)
@@ -128,6 +125,23 @@ class _RequestContext:
                     (time.perf_counter() - started) * 1000,
                     request_id,
                 )
+
+
+class _PrefixRoute(Route):
+    """Every path under a prefix, whatever it contains.
+
+    A `{rest:path}` route would not do: its regex `.*` does not match a newline, so a key with
+    an encoded line feed would get 404 instead of the 422 it deserves.
+    """
+
+    def __init__(self, prefix: str, endpoint: Callable[[Request], Awaitable[Response]]) -> None:
+        super().__init__(prefix + "{rest:path}", endpoint, methods=_ALL_METHODS)
+        self.prefix = prefix
+
+    def matches(self, scope: Scope) -> tuple[Match, Scope]:
+        if scope["type"] == "http" and scope["path"].startswith(self.prefix):
+            return Match.FULL, {"endpoint": self.endpoint, "path_params": {}}
+        return Match.NONE, {}
 
 
 def _lock_route(request: Request) -> tuple[Operation | None, str]:
@@ -183,6 +197,8 @@ def create_app(
         op, raw_key = _lock_route(request)
         try:
             project_id = await auth.authenticate(request.headers)
+            if request.scope.get(_REQUEST_ID_INVALID):
+                raise ValidationFailed("X-Request-Id must be a UUID string (8-4-4-4-12)")
             key = validate_key(raw_key)
             if op is None:
                 state = await store.get_lock(project_id, key)
@@ -251,7 +267,7 @@ def create_app(
         routes=[
             Route("/health", health, methods=["GET", "HEAD"]),
             Route("/ready", ready, methods=["GET", "HEAD"]),
-            Route("/locks/v1/locks/{rest:path}", locks, methods=_ALL_METHODS),
+            _PrefixRoute(_LOCKS_PREFIX, locks),
         ],
         exception_handlers={ApiError: api_error, HTTPException: http_error},
         lifespan=lifespan,

@@ -92,9 +92,8 @@ def proxied_pg(pg_url: str) -> Iterator[tuple[TcpProxy, str]]:
     """A PostgreSQL URL through a proxy the test can cut (the database 'goes away')."""
     parts = urlsplit(pg_url)
     proxy = TcpProxy(parts.hostname or "127.0.0.1", parts.port or 5432).start()
-    netloc = (
-        f"{parts.username}@127.0.0.1:{proxy.port}" if parts.username else f"127.0.0.1:{proxy.port}"
-    )
+    credentials, _, _ = parts.netloc.rpartition("@")  # user[:password], kept as written
+    netloc = f"{credentials}@127.0.0.1:{proxy.port}" if credentials else f"127.0.0.1:{proxy.port}"
     try:
         yield proxy, urlunsplit(parts._replace(netloc=netloc))
     finally:
