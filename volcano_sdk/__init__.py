@@ -31,6 +31,7 @@ from ._errors import (
     ValidationError,
     VolcanoError,
 )
+from ._events import EventHook, LockEvent, LockEventKind
 from ._guard import AsyncLockGuard, LockGuard
 from ._locks import AsyncLocks, Locks
 from ._models import LockLease, LockState
@@ -49,6 +50,9 @@ __all__ = [
     "AuthenticationError",
     "BadRequestError",
     "ConflictError",
+    "EventHook",
+    "LockEvent",
+    "LockEventKind",
     "LockGuard",
     "LockLease",
     "LockLostError",

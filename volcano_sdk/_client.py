@@ -10,6 +10,7 @@ import httpx
 
 from . import _adapter
 from ._core import Outcome, Request
+from ._events import EventHook
 from ._guard import AsyncRenewer, Renewer
 from ._locks import AsyncLocks, Locks
 
@@ -50,7 +51,8 @@ class VolcanoClient:
 
     ``client.locks`` has ``acquire``, ``get``, ``renew``, ``release``, ``force_release`` and
     ``with_lock``. Close the client (or use it as a context manager) to free its connections
-    and its renewal thread.
+    and its renewal thread. ``on_event`` is called with a ``LockEvent`` on every acquisition,
+    renewal, loss and release (from the renewal thread for guards); it must not block.
     """
 
     def __init__(
@@ -61,6 +63,7 @@ class VolcanoClient:
         *,
         timeout: float | httpx.Timeout = DEFAULT_TIMEOUT,
         transport: httpx.BaseTransport | None = None,
+        on_event: EventHook | None = None,
     ) -> None:
         _check_credentials(anon_key, service_key, api_url)
         self.api_url = api_url
@@ -76,7 +79,7 @@ class VolcanoClient:
         self._http = self._api.get_httpx_client()
         self._renewer: Renewer | None = None
         self._renewer_lock = threading.Lock()
-        self.locks = Locks(self._send, self._guard_renewer)
+        self.locks = Locks(self._send, self._guard_renewer, on_event)
 
     def __repr__(self) -> str:
         return f"VolcanoClient(api_url={self.api_url!r})"
@@ -125,6 +128,7 @@ class AsyncVolcanoClient:
         *,
         timeout: float | httpx.Timeout = DEFAULT_TIMEOUT,
         transport: httpx.AsyncBaseTransport | None = None,
+        on_event: EventHook | None = None,
     ) -> None:
         _check_credentials(anon_key, service_key, api_url)
         self.api_url = api_url
@@ -139,7 +143,7 @@ class AsyncVolcanoClient:
         )
         self._http = self._api.get_async_httpx_client()
         self._renewer: AsyncRenewer | None = None
-        self.locks = AsyncLocks(self._send, self._guard_renewer)
+        self.locks = AsyncLocks(self._send, self._guard_renewer, on_event)
 
     def __repr__(self) -> str:
         return f"AsyncVolcanoClient(api_url={self.api_url!r})"

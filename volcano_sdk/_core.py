@@ -14,6 +14,7 @@ import enum
 import heapq
 import json
 import math
+import random
 import uuid
 from collections.abc import Callable, Generator, Mapping
 from typing import Generic, Protocol, TypeVar
@@ -56,6 +57,7 @@ __all__ = [
     "Sleep",
     "Step",
     "acquire_flow",
+    "check_wait",
     "force_release_flow",
     "get_flow",
     "release_flow",
@@ -306,17 +308,71 @@ def acquire_flow(
     token: object | None,
     request_id: object | None,
     clock: Clock,
+    wait: object | None = None,
+    wall_clock: Callable[[], datetime.datetime] | None = None,
+    jitter: Callable[[], float] = random.random,
 ) -> Flow[LockLease]:
     """Acquire, retrying a transport failure or a 503 once with the identical request.
 
     The retry carries the same token, request id, key, TTL and credential, so the service either
     replays the first answer (request id) or recognises the owner (token): a lease granted by a
     try whose answer was lost is recovered, never duplicated.
+
+    With ``wait`` (seconds), a lock held by another owner is tried again with jittered backoff,
+    woken early by the holder's expiry hint, until ``wait`` has passed; then its last
+    ``ConflictError`` is raised. Each new attempt has a new request id, since the service would
+    replay a used one's 409.
     """
     key = check_key(key)
     ttl = check_ttl(ttl)
     token = str(uuid.uuid4()) if token is None else check_uuid_string(token, "token")
-    request = Request(Operation.ACQUIRE, key, _new_id(request_id), token=token, ttl=ttl)
+    give_up_at = None if wait is None else clock() + check_wait(wait)
+    request_id = _new_id(request_id)
+    attempt = 0
+    while True:
+        try:
+            return (yield from _acquire_once(key, ttl, token, request_id, clock))
+        except ConflictError as conflict:
+            now = clock()
+            if give_up_at is None or conflict.code != "lock_held" or now >= give_up_at:
+                raise
+            hint = None
+            if conflict.expires_at is not None:
+                wall_now = (wall_clock or _utc_now)()
+                hint = (conflict.expires_at - wall_now).total_seconds() + WAIT_HINT_SLACK
+            yield Sleep(_wait_pause(attempt, hint, give_up_at - now, jitter()))
+            attempt += 1
+            request_id = str(uuid.uuid4())
+
+
+# Backoff between attempts of a waiting acquisition: doubling from the first, up to the cap,
+# with full jitter so that many waiters do not stampede the moment the lock frees.
+WAIT_FIRST_PAUSE = 0.05
+WAIT_MAX_PAUSE = 1.0
+WAIT_HINT_SLACK = 0.005
+
+
+def _utc_now() -> datetime.datetime:
+    return datetime.datetime.now(datetime.UTC)
+
+
+def check_wait(wait: object) -> float:
+    if isinstance(wait, bool) or not isinstance(wait, int | float):
+        raise TypeError(f"wait must be a number of seconds, not {type(wait).__name__}")
+    if not math.isfinite(wait) or wait < 0:
+        raise ValueError(f"wait must be a finite number of seconds >= 0, got {wait!r}")
+    return float(wait)
+
+
+def _wait_pause(attempt: int, hint: float | None, remaining: float, jitter: float) -> float:
+    backoff = min(WAIT_FIRST_PAUSE * 2.0**attempt, WAIT_MAX_PAUSE) * (0.5 + jitter / 2)
+    if hint is not None and 0 < hint < backoff:
+        backoff = hint  # the holder's lease ends sooner than the backoff: try right then
+    return max(0.0, min(backoff, remaining))
+
+
+def _acquire_once(key: str, ttl: int, token: str, request_id: str, clock: Clock) -> Flow[LockLease]:
+    request = Request(Operation.ACQUIRE, key, request_id, token=token, ttl=ttl)
     # The local deadline counts from the first try: a lease granted then expires first.
     started = clock()
     outcome = yield request

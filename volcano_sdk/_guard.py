@@ -20,7 +20,8 @@ from typing import TYPE_CHECKING
 
 from ._core import GuardState, Outcome, RenewalSchedule, Request
 from ._errors import LossReason, VolcanoError
-from ._locks import run_async, run_sync
+from ._events import emit, lost, released, renewed
+from ._locks import GuardArgs, run_async, run_sync
 from ._models import LockLease
 
 if TYPE_CHECKING:
@@ -93,21 +94,12 @@ class LockGuard:
     why, and ``wait_lost(timeout)`` waits for the loss like ``threading.Event.wait``.
     """
 
-    def __init__(
-        self,
-        locks: Locks,
-        renewer: Callable[[], object],
-        key: str,
-        ttl: int,
-        token: str | None,
-        request_id: str | None,
-    ) -> None:
+    def __init__(self, locks: Locks, renewer: Callable[[], object], args: GuardArgs) -> None:
         self._locks = locks
         self._renewer_factory = renewer
-        self._key = key
-        self._ttl = ttl
-        self._token = token
-        self._request_id = request_id
+        self._args = args
+        self._key = args.key
+        self._ttl = args.ttl
         self._state: GuardState | None = None
         # Held across each renewal and the release, so exit never races an in-flight renewal.
         self._io = threading.Lock()
@@ -152,8 +144,9 @@ class LockGuard:
     def __enter__(self) -> LockGuard:
         if self._state is not None:
             raise RuntimeError("a LockGuard can be entered only once")
+        args = self._args
         lease = self._locks.acquire(
-            self._key, self._ttl, token=self._token, request_id=self._request_id
+            args.key, args.ttl, token=args.token, request_id=args.request_id, wait=args.wait
         )
         self._state = GuardState(key=self._key, ttl=self._ttl, lease=lease)
         renewer = self._renewer()
@@ -171,8 +164,10 @@ class LockGuard:
             if not state.needs_renewal():
                 return
             flow = state.renewal_flow(time.monotonic, renewer.request_timeout)
+            old = state.lease
             try:
                 state.renewed(run_sync(flow, renewer.send), time.monotonic())
+                emit(self._locks._on_event, renewed(old, state.lease, time.monotonic()))
             except VolcanoError as error:
                 state.renewal_failed(error, time.monotonic())
                 logger.warning(
@@ -183,6 +178,7 @@ class LockGuard:
                 state.renewal_failed(VolcanoError("renewal crashed"), time.monotonic())
             if state.reason is not None:
                 self._lost_event.set()
+                emit(self._locks._on_event, lost(state.lease, state.reason))
             elif not state.closed:
                 renewer.schedule(self, state.next_renewal_at)
 
@@ -199,6 +195,7 @@ class LockGuard:
             loss = state.exit_error(time.monotonic())
             try:
                 run_sync(state.release_flow(renewer.request_timeout), renewer.send)
+                emit(self._locks._on_event, released(state.lease))
             except VolcanoError as error:
                 # The lease expires by itself at its TTL; a failed release is not the block's fault.
                 logger.warning("release of %r failed: %s", self._key, error)
@@ -258,21 +255,12 @@ class AsyncRenewer:
 class AsyncLockGuard:
     """The async twin of ``LockGuard``: ``async with client.locks.with_lock(...) as guard``."""
 
-    def __init__(
-        self,
-        locks: AsyncLocks,
-        renewer: Callable[[], object],
-        key: str,
-        ttl: int,
-        token: str | None,
-        request_id: str | None,
-    ) -> None:
+    def __init__(self, locks: AsyncLocks, renewer: Callable[[], object], args: GuardArgs) -> None:
         self._locks = locks
         self._renewer_factory = renewer
-        self._key = key
-        self._ttl = ttl
-        self._token = token
-        self._request_id = request_id
+        self._args = args
+        self._key = args.key
+        self._ttl = args.ttl
         self._state: GuardState | None = None
         self._io = asyncio.Lock()
         self._lost_event = asyncio.Event()
@@ -316,8 +304,9 @@ class AsyncLockGuard:
     async def __aenter__(self) -> AsyncLockGuard:
         if self._state is not None:
             raise RuntimeError("an AsyncLockGuard can be entered only once")
+        args = self._args
         lease = await self._locks.acquire(
-            self._key, self._ttl, token=self._token, request_id=self._request_id
+            args.key, args.ttl, token=args.token, request_id=args.request_id, wait=args.wait
         )
         self._state = GuardState(key=self._key, ttl=self._ttl, lease=lease)
         self._renewer().schedule(self, self._state.next_renewal_at)
@@ -334,8 +323,10 @@ class AsyncLockGuard:
             if not state.needs_renewal():
                 return
             flow = state.renewal_flow(time.monotonic, renewer.request_timeout)
+            old = state.lease
             try:
                 state.renewed(await run_async(flow, renewer.send), time.monotonic())
+                emit(self._locks._on_event, renewed(old, state.lease, time.monotonic()))
             except VolcanoError as error:
                 state.renewal_failed(error, time.monotonic())
                 logger.warning("renewal of %r failed: %s", self._key, error)
@@ -344,6 +335,7 @@ class AsyncLockGuard:
                 state.renewal_failed(VolcanoError("renewal crashed"), time.monotonic())
             if state.reason is not None:
                 self._lost_event.set()
+                emit(self._locks._on_event, lost(state.lease, state.reason))
             elif not state.closed:
                 renewer.schedule(self, state.next_renewal_at)
 
@@ -360,6 +352,7 @@ class AsyncLockGuard:
             loss = state.exit_error(time.monotonic())
             try:
                 await run_async(state.release_flow(renewer.request_timeout), renewer.send)
+                emit(self._locks._on_event, released(state.lease))
             except VolcanoError as error:
                 logger.warning("release of %r failed: %s", self._key, error)
         if loss is None:

@@ -314,3 +314,96 @@ def test_renewal_schedule_pops_due_guards_in_time_order() -> None:
     assert schedule.next_due() == 1.0
     assert schedule.pop_due(2.0) == ["a", "a2", "b"]
     assert len(schedule) == 1 and schedule.next_due() == 3.0
+
+
+# -- Waiting acquisition ---------------------------------------------------------------------
+
+
+class FakeClock:
+    def __init__(self) -> None:
+        self.now = 100.0
+
+    def __call__(self) -> float:
+        return self.now
+
+
+def held_until(seconds_from_now: float) -> Reply:
+    expiry = datetime.datetime(2026, 1, 1, tzinfo=datetime.UTC) + datetime.timedelta(
+        seconds=seconds_from_now
+    )
+    return error_reply(409, "lock_held", expires_at=expiry.isoformat())
+
+
+def waiting_flow(wait: float, clock: FakeClock) -> Flow[LockLease]:
+    return acquire_flow(
+        "daily-report",
+        30,
+        token=TOKEN,
+        request_id=REQUEST_ID,
+        clock=clock,
+        wait=wait,
+        wall_clock=lambda: datetime.datetime(2026, 1, 1, tzinfo=datetime.UTC),
+        jitter=lambda: 1.0,
+    )
+
+
+def test_waiting_acquire_backs_off_with_new_request_ids_until_it_gets_the_lock() -> None:
+    clock = FakeClock()
+    flow = waiting_flow(5.0, clock)
+    first = next(flow)
+    pauses, request_ids = [], [first.request_id]  # type: ignore[union-attr]
+    step = flow.send(held_until(20))
+    for _ in range(3):
+        assert isinstance(step, Sleep)
+        pauses.append(step.seconds)
+        clock.now += step.seconds
+        request = flow.send(None)
+        request_ids.append(request.request_id)  # type: ignore[union-attr]
+        step = flow.send(held_until(20))
+    assert pauses == [0.05, 0.1, 0.2]  # doubling (jitter pinned to its maximum)
+    assert request_ids[0] == REQUEST_ID and len(set(request_ids)) == 4
+    clock.now += step.seconds  # type: ignore[union-attr]
+    flow.send(None)
+    with pytest.raises(StopIteration) as done:
+        flow.send(lease_reply())
+    assert done.value.value.token == TOKEN
+
+
+def test_waiting_acquire_wakes_at_the_holders_expiry_hint() -> None:
+    clock = FakeClock()
+    flow = waiting_flow(5.0, clock)
+    next(flow)
+    for _ in range(5):  # the backoff grows past the hint; the hint then wins
+        step = flow.send(held_until(0.3))
+        clock.now += step.seconds  # type: ignore[union-attr]
+        next_step = flow.send(None)
+        assert isinstance(next_step, Request)
+    assert step.seconds == pytest.approx(0.305)  # type: ignore[union-attr]
+
+
+def test_waiting_acquire_gives_up_with_the_last_conflict() -> None:
+    clock = FakeClock()
+    flow = waiting_flow(0.3, clock)
+    next(flow)
+    with pytest.raises(ConflictError):
+        for _ in range(20):
+            step = flow.send(held_until(20))
+            assert isinstance(step, Sleep) and clock.now + step.seconds <= 100.3 + 1e-9
+            clock.now += step.seconds
+            flow.send(None)
+
+
+def test_wait_does_not_retry_other_conflicts() -> None:
+    flow = waiting_flow(5.0, FakeClock())
+    next(flow)
+    with pytest.raises(AuthenticationError):
+        flow.send(error_reply(401, "unauthorized"))
+
+
+@pytest.mark.parametrize(
+    ("wait", "error"),
+    [(True, TypeError), ("1", TypeError), (-1, ValueError), (float("inf"), ValueError)],
+)
+def test_bad_wait_is_rejected_before_sending(wait: object, error: type[Exception]) -> None:
+    with pytest.raises(error):
+        next(acquire_flow("k", 30, token=None, request_id=None, clock=clock, wait=wait))
