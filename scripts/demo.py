@@ -25,6 +25,7 @@ EXAMPLES = [
     "with_lock.py",
     "recover_acquisition.py",
     "force_release.py",
+    "fenced_write_sqlite.py",
 ]
 
 
@@ -76,6 +77,7 @@ def main() -> int:
                 "VOLCANO_ANON_KEY": keys["anon_key"],
                 "VOLCANO_SERVICE_KEY": keys["service_key"],
                 "VOLCANO_API_URL": url,
+                "FENCED_SQLITE_PATH": f"{folder}/protected.db",
             }
             for name in EXAMPLES:
                 print(f"$ python examples/{name}")

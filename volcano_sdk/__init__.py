@@ -26,12 +26,14 @@ from ._errors import (
     RequestTimeoutError,
     ServerError,
     ServiceUnavailableError,
+    StaleFenceError,
     TransportError,
     UnexpectedResponseError,
     ValidationError,
     VolcanoError,
 )
 from ._events import EventHook, LockEvent, LockEventKind
+from ._fencing import DEFAULT_FENCE_TABLE, Fence
 from ._guard import AsyncLockGuard, LockGuard
 from ._locks import AsyncLocks, Locks
 from ._models import LockLease, LockState
@@ -39,6 +41,7 @@ from ._validation import MAX_TTL, MIN_TTL
 
 __all__ = [
     "DEFAULT_API_URL",
+    "DEFAULT_FENCE_TABLE",
     "DEFAULT_TIMEOUT",
     "MAX_TTL",
     "MIN_TTL",
@@ -51,6 +54,7 @@ __all__ = [
     "BadRequestError",
     "ConflictError",
     "EventHook",
+    "Fence",
     "LockEvent",
     "LockEventKind",
     "LockGuard",
@@ -66,6 +70,7 @@ __all__ = [
     "RequestTimeoutError",
     "ServerError",
     "ServiceUnavailableError",
+    "StaleFenceError",
     "TransportError",
     "UnexpectedResponseError",
     "ValidationError",

@@ -23,7 +23,8 @@ service errors: they raise the built-in ``TypeError``/``ValueError`` before anyt
     ├── UnexpectedResponseError          an answer that breaks the contract
     ├── AcquireOutcomeUnknownError       acquisition may have succeeded: retry with .token
     │                                    and .request_id to learn the outcome
-    └── LockLostError                    a with_lock guard lost ownership (.reason)
+    ├── LockLostError                    a with_lock guard lost ownership (.reason)
+    └── StaleFenceError                  your store refused a superseded fencing token
 
 Messages never contain a service key or an ownership token.
 """
@@ -48,6 +49,7 @@ __all__ = [
     "RequestTimeoutError",
     "ServerError",
     "ServiceUnavailableError",
+    "StaleFenceError",
     "TransportError",
     "UnexpectedResponseError",
     "ValidationError",
@@ -219,3 +221,15 @@ class LockLostError(VolcanoError):
         super().__init__(message)
         self.key = key
         self.reason = reason
+
+
+class StaleFenceError(VolcanoError):
+    """The protected store refused a fencing token: a newer holder has claimed the resource.
+
+    Raised by ``Fence.claim`` and ``Fence.verify``; stop the protected work, the lease is gone.
+    """
+
+    def __init__(self, message: str, *, resource: str, fencing_token: int) -> None:
+        super().__init__(message)
+        self.resource = resource
+        self.fencing_token = fencing_token
