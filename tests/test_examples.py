@@ -72,6 +72,8 @@ ORDER = [
     "with_lock.py",
     "recover_acquisition.py",
     "force_release.py",
+    "fenced_write_sqlite.py",
+    "fenced_write_postgres.py",
 ]
 EXPECTED = {
     "acquire_release.py": "Lease acquired ",
@@ -84,14 +86,23 @@ EXPECTED = {
 }
 
 
-def test_examples_run_in_order_against_the_live_server(live_server: LiveServer) -> None:
-    assert sorted(ORDER) == [p.name for p in EXAMPLES]
+def test_examples_run_in_order_against_the_live_server(
+    live_server: LiveServer, tmp_path: Path, request: pytest.FixtureRequest
+) -> None:
+    assert sorted(ORDER) == [p.name for p in ALL_EXAMPLES]
+    order = ORDER
+    try:
+        pg_url = request.getfixturevalue("pg_url")
+    except pytest.skip.Exception:  # no PostgreSQL here (CI fails instead): run the rest
+        pg_url, order = "", [name for name in ORDER if "postgres" not in name]
     anon, service = live_server.new_project("examples")
     env = {
         **os.environ,
         "VOLCANO_ANON_KEY": anon,
         "VOLCANO_SERVICE_KEY": service,
         "VOLCANO_API_URL": live_server.url,
+        "FENCED_POSTGRES_URL": pg_url,
+        "FENCED_SQLITE_PATH": str(tmp_path / "fenced.db"),
     }
     for name in order:
         done = subprocess.run(
