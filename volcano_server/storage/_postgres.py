@@ -49,14 +49,63 @@ _UNAVAILABLE: tuple[type[BaseException], ...] = (
     asyncpg.CannotConnectNowError,
     asyncpg.OperatorInterventionError,  # admin shutdown, pg_terminate_backend
     asyncpg.InsufficientResourcesError,  # too many connections
+    # Seen when the server terminated the connection while it sat idle in the pool
+    # ("cannot switch to state 12; another operation is in progress"): the connection is
+    # unusable, not the request wrong.
+    asyncpg.exceptions._base.InternalClientError,
+)
+
+# Errors of a connection that was fine when pooled and is dead now.
+_STALE: tuple[type[BaseException], ...] = (
+    asyncpg.ConnectionDoesNotExistError,
+    asyncpg.OperatorInterventionError,
+    asyncpg.exceptions._base.InternalClientError,
+    ConnectionResetError,
+    BrokenPipeError,
 )
 
 # An arbitrary constant: the advisory lock that serialises migrations of one database.
 _MIGRATION_LOCK = 0x766F6C63
 
+# The stored answer for this request id, if any, as one JSON array (fingerprint, status, body).
+# Read in the same statement that locks the row.  A twin that commits while we wait for the row
+# lock is not in this statement's snapshot; its record then makes our insert conflict, and the
+# transaction is re-run (see _IdempotencyRace).
+_SEEN_SUBQUERY = (
+    "(SELECT json_build_array(fingerprint, status, body)::text FROM idempotency"
+    " WHERE project_id = $1 AND request_id = $3) AS seen"
+)
+_SEEN = (
+    "SELECT json_build_array(fingerprint, status, body)::text FROM idempotency"
+    " WHERE project_id = $1 AND request_id = $2"
+)
 _LOCK_ROW = (
-    "SELECT last_fence, token, token_text, expires_at, clock_timestamp() AS now"
-    " FROM locks WHERE project_id = $1 AND key = $2 FOR UPDATE"
+    "SELECT last_fence, token, token_text, expires_at, clock_timestamp() AS now, "
+    + _SEEN_SUBQUERY
+    + " FROM locks WHERE project_id = $1 AND key = $2 FOR UPDATE"
+)
+# Acquisition creates the key's row on first use; the no-op update on conflict locks an
+# existing row and returns it, all in one statement.
+_ACQUIRE_LOCK_ROW = (
+    "INSERT INTO locks AS l (project_id, key, last_fence) VALUES ($1, $2, 0)"
+    " ON CONFLICT (project_id, key) DO UPDATE SET last_fence = l.last_fence"
+    " RETURNING last_fence, token, token_text, expires_at, clock_timestamp() AS now, "
+    + _SEEN_SUBQUERY
+)
+_UPDATE = (
+    "UPDATE locks SET last_fence = $3, token = $4, token_text = $5, expires_at = $6"
+    " WHERE project_id = $1 AND key = $2"
+)
+_RECORD = (
+    "INSERT INTO idempotency (project_id, request_id, fingerprint, status, body)"
+    " VALUES ($1, $2, $3, $4, $5) ON CONFLICT DO NOTHING RETURNING 1"
+)
+# A data-modifying CTE always runs: the row update and the record go in one round trip.
+_UPDATE_AND_RECORD = (
+    "WITH u AS (UPDATE locks SET last_fence = $3, token = $4, token_text = $5, expires_at = $6"
+    " WHERE project_id = $1 AND key = $2)"
+    " INSERT INTO idempotency (project_id, request_id, fingerprint, status, body)"
+    " VALUES ($1, $7, $8, $9, $10) ON CONFLICT DO NOTHING RETURNING 1"
 )
 
 
@@ -94,7 +143,13 @@ class PostgresStore(Store):
             raise StorageUnavailable("the store is not open")
         try:
             async with self._pool.acquire(timeout=self._acquire_timeout) as conn:
-                yield conn
+                try:
+                    yield conn
+                except _UNAVAILABLE:
+                    # Do not hand a broken connection to the next request: the pool
+                    # replaces a terminated one on its next acquire.
+                    conn.terminate()
+                    raise
         except _UNAVAILABLE as exc:
             raise StorageUnavailable(f"PostgreSQL: {type(exc).__name__}") from exc
 
@@ -144,10 +199,7 @@ class PostgresStore(Store):
 
     async def ping(self) -> None:
         async with self._connection() as conn:
-            try:
-                await conn.fetchval("SELECT 1")
-            except _UNAVAILABLE as exc:
-                raise StorageUnavailable(f"PostgreSQL: {type(exc).__name__}") from exc
+            await conn.fetchval("SELECT 1")
 
     async def schema_version(self) -> int:
         async with self._connection() as conn:
@@ -155,34 +207,39 @@ class PostgresStore(Store):
 
     # -- lock operations -------------------------------------------------------------------
 
-    async def lookup_keys(self, anon_hash: str, service_hash: str | None) -> KeyLookup:
-        async with self._connection() as conn:
+    async def _read(self, query: str, *args: object) -> asyncpg.Record | None:
+        """One read-only query; retried once when a pooled connection turns out to be dead."""
+        for attempt in (1, 2):
             try:
-                r = await conn.fetchrow(
-                    "SELECT a.id AS ap, a.anon_key_hash AS ah, s.project_id AS sp,"
-                    " s.key_hash AS sh"
-                    " FROM (SELECT 1) one"
-                    " LEFT JOIN projects a ON a.anon_key_hash = $1"
-                    " LEFT JOIN service_keys s ON s.key_hash = $2 AND s.revoked_at IS NULL",
-                    anon_hash,
-                    service_hash,
-                )
-            except _UNAVAILABLE as exc:
-                raise StorageUnavailable(f"PostgreSQL: {type(exc).__name__}") from exc
+                async with self._connection() as conn:
+                    row: asyncpg.Record | None = await conn.fetchrow(query, *args)
+                    return row
+            except StorageUnavailable as exc:
+                # A connection the server dropped while it sat idle fails on first use; a
+                # fresh one may well work.  A failure to connect is not retried here.
+                if attempt == 2 or not isinstance(exc.__cause__, _STALE):
+                    raise
+        raise AssertionError("unreachable")  # pragma: no cover
+
+    async def lookup_keys(self, anon_hash: str, service_hash: str | None) -> KeyLookup:
+        r = await self._read(
+            "SELECT a.id AS ap, a.anon_key_hash AS ah, s.project_id AS sp, s.key_hash AS sh"
+            " FROM (SELECT 1) one"
+            " LEFT JOIN projects a ON a.anon_key_hash = $1"
+            " LEFT JOIN service_keys s ON s.key_hash = $2 AND s.revoked_at IS NULL",
+            anon_hash,
+            service_hash,
+        )
         assert r is not None
         return KeyLookup(r["ap"], r["ah"], r["sp"], r["sh"])
 
     async def get_lock(self, project_id: int, key: str) -> LockState:
-        async with self._connection() as conn:
-            try:
-                r = await conn.fetchrow(
-                    "SELECT last_fence, token, token_text, expires_at, clock_timestamp() AS now"
-                    " FROM locks WHERE project_id = $1 AND key = $2",
-                    project_id,
-                    key,
-                )
-            except _UNAVAILABLE as exc:
-                raise StorageUnavailable(f"PostgreSQL: {type(exc).__name__}") from exc
+        r = await self._read(
+            "SELECT last_fence, token, token_text, expires_at, clock_timestamp() AS now"
+            " FROM locks WHERE project_id = $1 AND key = $2",
+            project_id,
+            key,
+        )
         if r is None:
             return LockState(False, None, None)
         row = LockRow(r["last_fence"], r["token"], r["token_text"], r["expires_at"])
@@ -190,76 +247,67 @@ class PostgresStore(Store):
 
     async def mutate(self, mutation: Mutation) -> Outcome:
         async with self._connection() as conn:
-            try:
-                for _ in range(3):
-                    try:
-                        async with conn.transaction():
-                            return await self._mutate(conn, mutation)
-                    except _IdempotencyRace:
-                        continue
-            except _UNAVAILABLE as exc:
-                raise StorageUnavailable(f"PostgreSQL: {type(exc).__name__}") from exc
+            for _ in range(3):
+                try:
+                    async with conn.transaction():
+                        return await self._mutate(conn, mutation)
+                except _IdempotencyRace:
+                    continue
         raise RuntimeError("request id race did not settle")  # pragma: no cover
 
     @staticmethod
     async def _mutate(conn: asyncpg.Connection, m: Mutation) -> Outcome:
-        r = await conn.fetchrow(_LOCK_ROW, m.project_id, m.key)
-        if r is None and m.op == "acquire":
-            # First acquisition of this key: create its row, then lock it like any other.
-            await conn.execute(
-                "INSERT INTO locks (project_id, key, last_fence) VALUES ($1, $2, 0)"
-                " ON CONFLICT (project_id, key) DO NOTHING",
-                m.project_id,
-                m.key,
-            )
-            r = await conn.fetchrow(_LOCK_ROW, m.project_id, m.key)
-        if m.dedup_id is not None:
-            # Checked after the row lock, so a concurrent twin on the same key is already
-            # committed and visible here (READ COMMITTED takes a new snapshot per statement).
-            seen = await conn.fetchrow(
-                "SELECT fingerprint, status, body FROM idempotency"
-                " WHERE project_id = $1 AND request_id = $2",
-                m.project_id,
-                m.dedup_id,
-            )
-            if seen is not None:
-                return _logic.replay(m, seen["fingerprint"], seen["status"], seen["body"])
-        if r is not None:
-            row: LockRow | None = LockRow(
-                r["last_fence"], r["token"], r["token_text"], r["expires_at"]
-            )
-            now = r["now"]
+        # Round trips dominate here (about 0.3 ms each on this machine, more than the commit's
+        # flush), so each step is one statement: BEGIN, lock+read, write+record, COMMIT.
+        if m.op == "acquire":
+            r = await conn.fetchrow(_ACQUIRE_LOCK_ROW, m.project_id, m.key, m.dedup_id)
         else:
-            row = None
+            r = await conn.fetchrow(_LOCK_ROW, m.project_id, m.key, m.dedup_id)
+        if r is None:
+            # No row: nothing to lock (and nothing to write); the request id is checked alone.
+            row: LockRow | None = None
+            seen = None
+            if m.dedup_id is not None:
+                seen = await conn.fetchval(_SEEN, m.project_id, m.dedup_id)
             now = await conn.fetchval("SELECT clock_timestamp()")
+        else:
+            row = LockRow(r["last_fence"], r["token"], r["token_text"], r["expires_at"])
+            seen, now = r["seen"], r["now"]
+        if seen is not None:
+            fingerprint, status, body = json.loads(seen)
+            return _logic.replay(m, fingerprint, status, body)
+
         decision = _logic.decide(m, row, now)
-        w = decision.write
-        if w is not None:
-            await conn.execute(
-                "UPDATE locks SET last_fence = $3, token = $4, token_text = $5, expires_at = $6"
-                " WHERE project_id = $1 AND key = $2",
+        w, out = decision.write, decision.outcome
+        if w is not None and m.dedup_id is not None:
+            stored = await conn.fetchval(
+                _UPDATE_AND_RECORD,
                 m.project_id,
                 m.key,
                 w.last_fence,
                 w.token,
                 w.token_text,
                 w.expires_at,
-            )
-        out = decision.outcome
-        if m.dedup_id is not None:
-            stored = await conn.fetchval(
-                "INSERT INTO idempotency (project_id, request_id, fingerprint, status, body)"
-                " VALUES ($1, $2, $3, $4, $5) ON CONFLICT DO NOTHING RETURNING 1",
-                m.project_id,
                 m.dedup_id,
                 m.fingerprint,
                 out.status,
                 json.dumps(out.body),
             )
-            if stored is None:
-                # A twin without a row lock in common (other key, or no row) won the race:
-                # undo ours and answer from its record.
-                raise _IdempotencyRace
+        elif w is not None:
+            await conn.execute(
+                _UPDATE, m.project_id, m.key, w.last_fence, w.token, w.token_text, w.expires_at
+            )
+            stored = 1
+        elif m.dedup_id is not None:
+            stored = await conn.fetchval(
+                _RECORD, m.project_id, m.dedup_id, m.fingerprint, out.status, json.dumps(out.body)
+            )
+        else:
+            stored = 1
+        if stored is None:
+            # A twin request with the same id committed first without sharing our row lock
+            # (another key, or no row): undo ours and answer from its record on the next try.
+            raise _IdempotencyRace
         return out
 
     async def sweep(
@@ -269,19 +317,16 @@ class PostgresStore(Store):
         idempotency_retention: timedelta = IDEMPOTENCY_RETENTION,
     ) -> SweepResult:
         async with self._connection() as conn:
-            try:
-                # Only token and expiry are cleared; the row and its last_fence stay.
-                leases = await conn.execute(
-                    "UPDATE locks SET token = NULL, token_text = NULL, expires_at = NULL"
-                    " WHERE token IS NOT NULL AND expires_at < clock_timestamp() - $1::interval",
-                    lease_grace,
-                )
-                purged = await conn.execute(
-                    "DELETE FROM idempotency WHERE created_at < clock_timestamp() - $1::interval",
-                    idempotency_retention,
-                )
-            except _UNAVAILABLE as exc:
-                raise StorageUnavailable(f"PostgreSQL: {type(exc).__name__}") from exc
+            # Only token and expiry are cleared; the row and its last_fence stay.
+            leases = await conn.execute(
+                "UPDATE locks SET token = NULL, token_text = NULL, expires_at = NULL"
+                " WHERE token IS NOT NULL AND expires_at < clock_timestamp() - $1::interval",
+                lease_grace,
+            )
+            purged = await conn.execute(
+                "DELETE FROM idempotency WHERE created_at < clock_timestamp() - $1::interval",
+                idempotency_retention,
+            )
         return SweepResult(int(leases.split()[-1]), int(purged.split()[-1]))
 
     # -- projects --------------------------------------------------------------------------

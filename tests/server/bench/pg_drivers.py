@@ -9,7 +9,6 @@ connection per driver, in alternating rounds because this machine is noisy; prin
 
 from __future__ import annotations
 
-import asyncio
 import json
 import statistics
 import sys
@@ -31,57 +30,55 @@ SCHEMA = [
     " PRIMARY KEY (project_id, request_id))",
     "INSERT INTO locks VALUES (1, 'k', 0, NULL, NULL, NULL)",
 ]
+# The store's statement shapes (volcano_server/storage/_postgres.py): lock the row and read the
+# request id's record in one statement, then update the row and record the answer in another.
 LOCK = (
-    "SELECT last_fence, token, token_text, expires_at, clock_timestamp()"
+    "SELECT last_fence, token, token_text, expires_at, clock_timestamp(),"
+    " (SELECT json_build_array(fingerprint, status, body)::text FROM idempotency"
+    " WHERE project_id = 1 AND request_id = {0})"
     " FROM locks WHERE project_id = 1 AND key = 'k' FOR UPDATE"
 )
-IDEM = "SELECT fingerprint, status, body FROM idempotency WHERE project_id = 1 AND request_id = {}"
-UPDATE = (
-    "UPDATE locks SET last_fence = {0}, token = {1}, token_text = {1}, expires_at = {2}"
-    " WHERE project_id = 1 AND key = 'k'"
-)
-STORE = (
-    "INSERT INTO idempotency (project_id, request_id, fingerprint, status, body)"
-    " VALUES (1, {0}, 'f', 200, {1}) ON CONFLICT DO NOTHING RETURNING 1"
+WRITE = (
+    "WITH u AS (UPDATE locks SET last_fence = {0}, token = {1}, token_text = {2},"
+    " expires_at = {3} WHERE project_id = 1 AND key = 'k')"
+    " INSERT INTO idempotency (project_id, request_id, fingerprint, status, body)"
+    " VALUES (1, {4}, 'f', 200, {5}) ON CONFLICT DO NOTHING RETURNING 1"
 )
 BODY = json.dumps({"key": "k", "token": str(uuid.uuid4()), "fencing_token": 1, "expires_at": "x"})
 
 
 async def bench_asyncpg(url: str) -> float:
     conn = await asyncpg.connect(url)
-    ph = ["$1", "$2", "$3"]
-    lock, idem = LOCK, IDEM.format(ph[0])
-    update, store = UPDATE.format(*ph), STORE.format(ph[0], ph[1])
+    lock, write = LOCK.format("$1"), WRITE.format("$1", "$2", "$3", "$4", "$5", "$6")
     n, deadline = 0, time.perf_counter() + SECONDS
     while time.perf_counter() < deadline:
         for acquire in (True, False):
             token = str(uuid.uuid4()) if acquire else None
             async with conn.transaction():
-                row = await conn.fetchrow(lock)
-                await conn.fetchrow(idem, str(uuid.uuid4()))
+                row = await conn.fetchrow(lock, str(uuid.uuid4()))
                 exp = row[4] if acquire else None
-                await conn.execute(update, row[0] + acquire, token, exp)
-                await conn.fetchval(store, str(uuid.uuid4()), BODY)
+                await conn.fetchval(
+                    write, row[0] + acquire, token, token, exp, str(uuid.uuid4()), BODY
+                )
         n += 1
     await conn.close()
     return n / SECONDS
 
 
 async def bench_psycopg(url: str) -> float:
-    conn = await psycopg.AsyncConnection.connect(url, autocommit=False, prepare_threshold=0)
-    lock, idem = LOCK, IDEM.format("%s")
-    update, store = UPDATE.format("%s", "%s", "%s"), STORE.format("%s", "%s")
+    conn = await psycopg.AsyncConnection.connect(url, autocommit=False)
+    lock, write = LOCK.format("%s"), WRITE.format(*["%s"] * 6)
     n, deadline = 0, time.perf_counter() + SECONDS
     while time.perf_counter() < deadline:
         for acquire in (True, False):
             token = str(uuid.uuid4()) if acquire else None
             async with conn.transaction():
-                row = await (await conn.execute(lock)).fetchone()
+                cur = await conn.execute(lock, (str(uuid.uuid4()),))  # type: ignore[arg-type]
+                row = await cur.fetchone()
                 assert row is not None
-                await (await conn.execute(idem, (str(uuid.uuid4()),))).fetchone()
                 exp = row[4] if acquire else None
-                await conn.execute(update, (row[0] + acquire, token, token, exp))  # type: ignore[arg-type]
-                await (await conn.execute(store, (str(uuid.uuid4()), BODY))).fetchone()
+                args = (row[0] + acquire, token, token, exp, str(uuid.uuid4()), BODY)
+                await (await conn.execute(write, args)).fetchone()  # type: ignore[arg-type]
         n += 1
     await conn.close()
     return n / SECONDS
