@@ -188,8 +188,9 @@ def _serve(args: argparse.Namespace) -> None:
         host=args.host,
         port=args.port,
         workers=args.workers,
-        loop="uvloop",
-        http="httptools",
+        # uvloop and httptools (measured fastest here) when installed, as uvicorn[standard] does.
+        loop="auto",
+        http="auto",
         lifespan="on",
         access_log=False,  # see _log_config
         log_config=_log_config(args.log_level),
