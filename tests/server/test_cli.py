@@ -5,6 +5,7 @@ from __future__ import annotations
 import json
 import signal
 import sqlite3
+import time
 from collections.abc import Callable
 from contextlib import closing
 from pathlib import Path
@@ -130,3 +131,20 @@ def test_access_log_never_contains_keys_or_tokens(tmp_path: Path) -> None:
     assert '"POST /locks/v1/locks/{key}/acquire" 200' in log
     for secret in (anon, service, token, "vls_wrong", secret_key, "secret-lock-name"):
         assert secret not in log
+
+
+def test_serve_runs_the_periodic_sweep(backend: str, new_database: Callable[[str], str]) -> None:
+    from tests.server._db import backdate, lock_row
+
+    url = new_database(backend)
+    keys = create_project(url, "sweep")
+    key = new_key()
+    with ServerProcess(url, extra_args=("--sweep-interval", "0.2")) as server:
+        with Api(server.url, *keys) as api:
+            fence = api.acquire(key, new_token()).json()["fencing_token"]
+        backdate(url, key, seconds=3600)  # expired an hour ago: past the 5-minute grace
+        deadline = time.monotonic() + 10
+        while (row := lock_row(url, key)) is not None and row["token"] is not None:
+            assert time.monotonic() < deadline, "the sweep did not run"
+            time.sleep(0.1)
+    assert row == {"last_fence": fence, "token": None, "token_text": None, "expires_at": None}

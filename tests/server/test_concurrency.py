@@ -123,3 +123,66 @@ def test_two_replicas_mutual_exclusion_under_churn(two_replicas) -> None:  # typ
     assert not violations, violations[:5]
     assert len(fences) >= 10, "too little traffic to prove anything"
     assert fences == list(range(1, len(fences) + 1))
+
+
+def _together(n: int, fn: Callable[[int], object]) -> list[object]:
+    """Run fn(0..n-1) on n threads released at once; their results in order."""
+    barrier = threading.Barrier(n, timeout=20)
+    results: list[object] = [None] * n
+
+    def run(i: int) -> None:
+        barrier.wait()
+        results[i] = fn(i)
+
+    threads = [threading.Thread(target=run, args=(i,)) for i in range(n)]
+    for t in threads:
+        t.start()
+    for t in threads:
+        t.join(30)
+    return results
+
+
+def test_one_request_id_raced_on_different_keys(live_server) -> None:  # type: ignore[no-untyped-def]
+    """Twins without a row lock in common: the first record wins, the rest are told so."""
+    rid = new_token()
+    clients = [Api.of(live_server) for _ in range(CLIENTS)]
+    try:
+        results = _together(
+            CLIENTS, lambda i: clients[i].acquire(new_key(), new_token(), request_id=rid)
+        )
+    finally:
+        for c in clients:
+            c.close()
+    statuses = sorted(r.status_code for r in results)  # type: ignore[attr-defined]
+    assert statuses == [200] + [422] * (CLIENTS - 1), statuses
+    for r in results:
+        if r.status_code == 422:  # type: ignore[attr-defined]
+            assert r.json()["error"]["code"] == "idempotency_key_reused"  # type: ignore[attr-defined]
+
+
+def test_one_request_id_raced_on_one_key_replays_one_answer(live_server) -> None:  # type: ignore[no-untyped-def]
+    """Retries of one call arriving together: one acquisition, every answer identical."""
+    rid, key, token = new_token(), new_key(), new_token()
+    clients = [Api.of(live_server) for _ in range(CLIENTS)]
+    try:
+        results = _together(CLIENTS, lambda i: clients[i].acquire(key, token, request_id=rid))
+        bodies = {r.text for r in results}  # type: ignore[attr-defined]
+        assert {r.status_code for r in results} == {200}  # type: ignore[attr-defined]
+        assert len(bodies) == 1
+        assert clients[0].get(key).json()["fencing_token"] == 1
+        # The same for a release raced on a free key (no row to lock at all).
+        rid, free = new_token(), new_key()
+        results = _together(CLIENTS, lambda i: clients[i].release(free, token, request_id=rid))
+        assert {r.status_code for r in results} == {200}  # type: ignore[attr-defined]
+    finally:
+        for c in clients:
+            c.close()
+
+
+@pytest.mark.slow
+def test_uvicorn_workers_on_one_sqlite_file(new_database: Callable[[str], str]) -> None:
+    url = new_database("sqlite")
+    keys = create_project(url, "workers")
+    with ServerProcess(url, workers=2) as server:
+        fences = _race([server.url], keys)
+    assert fences == list(range(1, ROUNDS + 1))
