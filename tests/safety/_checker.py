@@ -454,13 +454,17 @@ class _Checker:
         ttl = int(e["ttl"])
         sent: list[float] = []
         acquires = [op for op in ops if op.f == "acquire"]
-        if any(op.type == "ok" and op.get("expires") == expires for op in acquires):
-            sent.append(min(op.t_invoke for op in acquires))  # granted by the first try, maybe
-        sent += [
-            op.t_invoke
-            for op in ops
-            if op.f == "renew" and op.type == "ok" and op.get("expires") == expires
-        ]
+        expiry = parse_time(expires)
+
+        def produced(op: Op) -> bool:
+            return op.type == "ok" and parse_time(op.get("expires")) == expiry
+
+        if any(produced(op) for op in acquires):
+            # Granted by any try of a request id the service did not refuse (its tries share
+            # the answer), so by the first such try at the earliest.
+            refused = {op.get("rid") for op in acquires if op.type == "fail"}
+            sent += [op.t_invoke for op in acquires if op.get("rid") not in refused]
+        sent += [op.t_invoke for op in ops if op.f == "renew" and produced(op)]
         if sent and float(e["deadline"]) > min(sent) + ttl + EPSILON:
             self.flag(
                 "guard-late",
