@@ -193,3 +193,32 @@ def test_database_urls() -> None:
     for bad in ("mysql://x", "sqlite://x.db", "sqlite:///", "locks.db"):
         with pytest.raises(ValueError):
             open_store(bad)
+
+
+async def test_sqlite_group_commit_isolates_a_failing_operation(tmp_path) -> None:  # type: ignore[no-untyped-def]
+    import asyncio
+
+    from volcano_server.storage._sqlite import SQLiteStore
+
+    store = SQLiteStore(tmp_path / "x.db")
+    await store.open()
+    try:
+        project = await _project(store)
+
+        def broken(conn: sqlite3.Connection) -> object:
+            conn.execute("INSERT INTO locks (project_id, key, last_fence) VALUES (1, 'bad', 99)")
+            raise RuntimeError("bug in one operation")
+
+        # Queued together, so they share one transaction (batches form while the thread works).
+        calls = [store.mutate(_acquire(project, "k")) for _ in range(20)]
+        calls.insert(10, store._write_batched(broken))  # type: ignore[arg-type]
+        results = await asyncio.gather(*calls, return_exceptions=True)
+        errors = [r for r in results if isinstance(r, BaseException)]
+        assert len(errors) == 1 and "bug in one operation" in str(errors[0])
+        statuses = sorted(r.status for r in results if not isinstance(r, BaseException))
+        assert statuses == [200] + [409] * 19
+        # The failed operation's own write was undone; the others' were committed.
+        assert (await store.get_lock(project, "bad")).fencing_token is None
+        assert (await store.get_lock(project, "k")).fencing_token == 1
+    finally:
+        await store.close()

@@ -10,6 +10,11 @@ write lock up front, so several worker processes on one file serialise instead o
 half-way with SQLITE_BUSY; `busy_timeout` bounds the wait.  Within a process all calls run on one
 dedicated thread with one connection, which keeps blocking I/O off the event loop.
 
+Group commit: lock mutations that arrive while the thread is busy are applied together in one
+transaction, each inside its own savepoint (so one failing operation does not undo the others),
+and answered only after the COMMIT, i.e. after the fsync.  Every answer is as durable as with one
+transaction per request, but one fsync serves a whole batch.
+
 Clock: SQLite has no server clock; "now" is the machine's clock, read after the write lock is
 taken.  Every process sharing the file runs on the same machine, hence on the same clock.
 """
@@ -19,6 +24,7 @@ from __future__ import annotations
 import asyncio
 import json
 import sqlite3
+import threading
 import time
 from collections.abc import Callable
 from concurrent.futures import ThreadPoolExecutor
@@ -50,6 +56,18 @@ __all__ = ["SQLiteStore"]
 T = TypeVar("T")
 
 BUSY_TIMEOUT_MS = 10_000
+# Bounds one transaction's length, and so how long the write lock is held for other processes.
+_MAX_BATCH = 64
+
+
+def _settle(future: asyncio.Future[Outcome], ok: bool, value: object) -> None:
+    if future.done():  # the request was cancelled (client gone); the change stands
+        return
+    if ok:
+        future.set_result(value)  # type: ignore[arg-type]
+    else:
+        assert isinstance(value, BaseException)
+        future.set_exception(value)
 
 
 def _now_us() -> int:
@@ -74,6 +92,11 @@ class SQLiteStore(Store):
         self.path = Path(path)
         self._conn: sqlite3.Connection | None = None
         self._executor: ThreadPoolExecutor | None = None
+        # Mutations waiting for the store thread, and whether a drain is scheduled on it.
+        self._pending: list[tuple[Callable[[sqlite3.Connection], Outcome], asyncio.Future[Outcome]]]
+        self._pending = []
+        self._pending_lock = threading.Lock()
+        self._draining = False
 
     # -- plumbing --------------------------------------------------------------------------
 
@@ -97,6 +120,68 @@ class SQLiteStore(Store):
                 raise
 
         return await asyncio.get_running_loop().run_in_executor(self._executor, call)
+
+    async def _write_batched(self, fn: Callable[[sqlite3.Connection], Outcome]) -> Outcome:
+        """Queue a mutation for the next group commit and wait for its durable answer."""
+        executor = self._executor
+        if executor is None or self._conn is None:
+            raise StorageUnavailable("the store is not open")
+        loop = asyncio.get_running_loop()
+        future: asyncio.Future[Outcome] = loop.create_future()
+        with self._pending_lock:
+            self._pending.append((fn, future))
+            schedule, self._draining = not self._draining, True
+        if schedule:
+            executor.submit(self._drain, loop)
+        return await future
+
+    def _drain(self, loop: asyncio.AbstractEventLoop) -> None:
+        """On the store thread: commit queued mutations in batches until none is left."""
+        try:
+            while True:
+                with self._pending_lock:
+                    batch = self._pending[:_MAX_BATCH]
+                    del self._pending[:_MAX_BATCH]
+                    if not batch:
+                        self._draining = False
+                        return
+                for future, ok, value in self._commit_batch(batch):
+                    loop.call_soon_threadsafe(_settle, future, ok, value)
+        except BaseException:
+            # Never leave the flag set with nobody draining: the next write schedules anew.
+            with self._pending_lock:
+                self._draining = False
+            raise
+
+    def _commit_batch(
+        self,
+        batch: list[tuple[Callable[[sqlite3.Connection], Outcome], asyncio.Future[Outcome]]],
+    ) -> list[tuple[asyncio.Future[Outcome], bool, object]]:
+        conn = self._conn
+        if conn is None:
+            closed = StorageUnavailable("the store is not open")
+            return [(future, False, closed) for _, future in batch]
+        results: list[tuple[asyncio.Future[Outcome], bool, object]] = []
+        try:
+            conn.execute("BEGIN IMMEDIATE")
+            for fn, future in batch:
+                conn.execute("SAVEPOINT op")
+                try:
+                    results.append((future, True, fn(conn)))
+                except sqlite3.OperationalError:
+                    raise  # the database itself failed: the whole batch fails below
+                except Exception as exc:  # a bug in one operation: undo it alone
+                    conn.execute("ROLLBACK TO op")
+                    results.append((future, False, exc))
+                conn.execute("RELEASE op")
+            conn.execute("COMMIT")
+        except Exception as exc:
+            if conn.in_transaction:
+                conn.execute("ROLLBACK")
+            if isinstance(exc, sqlite3.OperationalError):
+                exc = StorageUnavailable(f"SQLite: {exc}")
+            return [(future, False, exc) for _, future in batch]
+        return results
 
     @staticmethod
     def _write(conn: sqlite3.Connection, fn: Callable[[sqlite3.Connection], T]) -> T:
@@ -263,7 +348,7 @@ class SQLiteStore(Store):
                 )
             return out
 
-        return await self._run(lambda c: self._write(c, tx))
+        return await self._write_batched(tx)
 
     async def sweep(
         self,
