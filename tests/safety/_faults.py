@@ -134,13 +134,14 @@ class Nemesis:
             duplicate=self.rng.uniform(0.1, 0.3),
             cut=self.rng.uniform(0.1, 0.3),
             max_delay=2.5,
+            forge=self.proxy.base_odds.forge,
         )
         self.rec.record("info", "fault", kind="proxy", phase="start", **vars(odds))
         try:
             self.proxy.odds = odds
             self._stop.wait(self.rng.uniform(3.0, 6.0))
         finally:
-            self.proxy.odds = Odds()
+            self.proxy.odds = self.proxy.base_odds
             self.rec.record("info", "fault", kind="proxy", phase="end")
 
     def pause(self) -> None:
@@ -209,4 +210,4 @@ class Nemesis:
         self._stop.set()
         if self._thread is not None:
             self._thread.join(90)
-        self.proxy.odds = Odds()
+        self.proxy.odds = self.proxy.base_odds

@@ -18,6 +18,7 @@ cuts whole connections at the TCP level; this one decides per request.
 from __future__ import annotations
 
 import contextlib
+import json
 import random
 import socket
 import threading
@@ -40,12 +41,16 @@ class Odds:
         duplicate: float = 0.0,
         cut: float = 0.0,
         max_delay: float = 1.0,
+        forge: float = 0.0,
     ) -> None:
         self.drop = drop
         self.delay = delay
         self.duplicate = duplicate
         self.cut = cut
         self.max_delay = max_delay
+        # Sabotage, for testing the checker end to end: turn a refused acquisition into a
+        # forged grant that reuses the current holder's fence (a broken service).
+        self.forge = forge
 
 
 def _read_message(sock: socket.socket, buffer: bytearray) -> bytes | None:
@@ -88,12 +93,14 @@ def _close(*socks: socket.socket | None) -> None:
 class ChaosProxy:
     def __init__(self, upstreams: list[tuple[str, int]], seed: int = 0) -> None:
         self.upstreams = list(upstreams)
-        self.odds = Odds()
+        self.base_odds = Odds()  # what the proxy goes back to after a fault window
+        self.odds = self.base_odds
         self.port = 0
         self.counts: Counter[str] = Counter()
         self._rng = random.Random(seed)
         self._rng_lock = threading.Lock()
         self._next = 0
+        self._fences: dict[str, int] = {}  # key -> the last fence granted through us
         self._listener: socket.socket | None = None
         self._sockets: set[socket.socket] = set()
         self._lock = threading.Lock()
@@ -172,6 +179,39 @@ class ChaosProxy:
         finally:
             self._untrack(s)
 
+    def _sabotage(self, request: bytes, answer: bytes, odds: Odds) -> bytes:
+        head, _, body = request.partition(b"\r\n\r\n")
+        line = head.split(b"\r\n", 1)[0].decode("latin-1")
+        path = line.split(" ")[1] if line.count(" ") >= 2 else ""
+        if not path.endswith("/acquire"):
+            return answer
+        key = path.rsplit("/", 2)[-2]
+        status = answer.split(b" ", 2)[1]
+        reply = json.loads(answer.partition(b"\r\n\r\n")[2] or b"null")
+        if status == b"200" and isinstance(reply, dict):
+            self._fences[key] = reply.get("fencing_token")
+            return answer
+        error = reply.get("error", {}) if isinstance(reply, dict) else {}
+        fence = self._fences.get(key)
+        if status != b"409" or error.get("code") != "lock_held" or fence is None:
+            return answer
+        if self._random() >= odds.forge:
+            return answer
+        self.counts["forge"] += 1
+        forged = json.dumps(
+            {
+                "key": key,
+                "token": json.loads(body)["token"],
+                "fencing_token": fence,
+                "expires_at": error["expires_at"],
+            }
+        ).encode()
+        return (
+            b"HTTP/1.1 200 OK\r\ncontent-type: application/json\r\n"
+            + f"content-length: {len(forged)}\r\n\r\n".encode()
+            + forged
+        )
+
     def _serve(self, client: socket.socket) -> None:
         upstream: socket.socket | None = None
         inbound, outbound = bytearray(), bytearray()
@@ -198,6 +238,7 @@ class ChaosProxy:
                 answer = _read_message(upstream, outbound)
                 if answer is None:
                     return  # the replica died mid-request: the client sees a cut connection
+                answer = self._sabotage(request, answer, odds)
                 if self._random() < odds.cut:
                     self.counts["cut"] += 1
                     return

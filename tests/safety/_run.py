@@ -31,7 +31,7 @@ from tests._server_process import REPO_ROOT, ServerProcess, create_project
 from tests.safety._checker import Violation, check, summarize
 from tests.safety._faults import ALL_FAULTS, Nemesis, pg_ready
 from tests.safety._history import Recorder, RecordingTransport, history_files, load, write_events
-from tests.safety._proxy import ChaosProxy
+from tests.safety._proxy import ChaosProxy, Odds
 from tests.safety._resource import Store
 from tests.safety._workload import WorkerConfig, run_threads
 from volcano_sdk import VolcanoClient
@@ -57,6 +57,11 @@ class RunConfig:
     tail: float = 8.0
     max_pg_restarts: int = 1_000_000
     quiet: tuple[float, float] = (1.0, 4.0)
+    # Sabotage, to prove the checker catches a broken system end to end: "forge" (the proxy
+    # forges grants that reuse a fence), "naive-store" (no claim before the read).
+    sabotage: tuple[str, ...] = ()
+    reckless: float = 0.3
+    work: float = 0.15
 
 
 @dataclass
@@ -107,6 +112,9 @@ def run(cfg: RunConfig) -> RunResult:
         for _ in range(cfg.replicas):
             replicas.append(ServerProcess(cfg.lock_db_url).start())
         proxy = ChaosProxy([("127.0.0.1", r.port) for r in replicas], seed=cfg.seed).start()
+        if "forge" in cfg.sabotage:
+            proxy.base_odds = Odds(forge=0.3)
+            proxy.odds = proxy.base_odds
         stop_at = time.monotonic() + cfg.duration
         worker_cfg = WorkerConfig(
             api_url=proxy.url,
@@ -118,6 +126,9 @@ def run(cfg: RunConfig) -> RunResult:
             seed=cfg.seed,
             ttl=cfg.ttl,
             threads=cfg.threads_per_process,
+            reckless=cfg.reckless,
+            work=cfg.work,
+            naive_store="naive-store" in cfg.sabotage,
         )
         cfg_path = out / "worker.json"
         worker_cfg.dump(cfg_path)

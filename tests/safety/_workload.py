@@ -67,6 +67,8 @@ class WorkerConfig:
     modes: list[str] = field(default_factory=lambda: ["guard", "raw"])
     reckless: float = 0.3  # chance that a round skips the ownership check before writing
     timeout: float = 3.0
+    work: float = 0.15  # at most this long between the read and the write
+    naive_store: bool = False  # sabotage: see _resource.Store
 
     def dump(self, path: Path) -> None:
         path.write_text(json.dumps(asdict(self)))
@@ -90,7 +92,9 @@ class Worker:
             timeout=httpx.Timeout(cfg.timeout, connect=1.0),
             transport=RecordingTransport(self.rec),
         )
-        self.stores = {key: Store(b, t) for key, (b, t) in cfg.resources.items()}
+        self.stores = {
+            key: Store(b, t, naive=cfg.naive_store) for key, (b, t) in cfg.resources.items()
+        }
 
     # -- recording helpers --------------------------------------------------------------------
 
@@ -125,7 +129,7 @@ class Worker:
             time.sleep(0.2)
             return False
         self.rec.record("ok", "claim", op, key=key, fence=fence, token=token, value=value)
-        time.sleep(self.rng.uniform(0.0, 0.15))  # the work between the read and the write
+        time.sleep(self.rng.uniform(0.0, self.cfg.work))  # the work between the read and the write
         if self.rng.random() >= self.cfg.reckless and not still_ours():
             return False
         op = self.rec.new_op()
