@@ -19,6 +19,7 @@ Fixtures for every test package:
 from __future__ import annotations
 
 import os
+import time
 import uuid
 from collections.abc import Callable, Iterator
 from pathlib import Path
@@ -77,9 +78,18 @@ def _pg_databases(pg_admin_url: str) -> Iterator[Callable[[], str]]:
         return _with_database(pg_admin_url, name)
 
     yield make
-    with psycopg.connect(pg_admin_url, autocommit=True) as conn:
-        for name in created:
-            conn.execute(f'DROP DATABASE IF EXISTS "{name}" WITH (FORCE)')
+    # Bounded retries: fault tests elsewhere on this machine may be restarting PostgreSQL.
+    deadline = time.monotonic() + 30
+    while created:
+        try:
+            with psycopg.connect(pg_admin_url, autocommit=True, connect_timeout=3) as conn:
+                while created:
+                    conn.execute(f'DROP DATABASE IF EXISTS "{created[-1]}" WITH (FORCE)')
+                    created.pop()
+        except psycopg.OperationalError:
+            if time.monotonic() > deadline:
+                raise
+            time.sleep(0.5)
 
 
 @pytest.fixture(scope="session")

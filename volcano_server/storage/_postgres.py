@@ -52,14 +52,14 @@ _UNAVAILABLE: tuple[type[BaseException], ...] = (
     # Seen when the server terminated the connection while it sat idle in the pool
     # ("cannot switch to state 12; another operation is in progress"): the connection is
     # unusable, not the request wrong.
-    asyncpg.exceptions._base.InternalClientError,
+    asyncpg.InternalClientError,
 )
 
 # Errors of a connection that was fine when pooled and is dead now.
 _STALE: tuple[type[BaseException], ...] = (
     asyncpg.ConnectionDoesNotExistError,
     asyncpg.OperatorInterventionError,
-    asyncpg.exceptions._base.InternalClientError,
+    asyncpg.InternalClientError,
     ConnectionResetError,
     BrokenPipeError,
 )
@@ -130,7 +130,7 @@ class PostgresStore(Store):
             "max_size": max_size,
             "timeout": connect_timeout,
             "command_timeout": command_timeout,
-            # Clients stay quick to notice a dead server.
+            # A pool that grew under load shrinks back once the load is gone.
             "max_inactive_connection_lifetime": 60.0,
         }
         self._acquire_timeout = connect_timeout + 2.0
