@@ -67,10 +67,16 @@ def _start(stack: contextlib.ExitStack, run: Run) -> dict[str, object]:
     )
     why = servers.postgres_available()
     if why is None:
-        env["pg"] = stack.enter_context(
-            servers.volcano("postgresql", stack.enter_context(servers.scratch_database()))
-        )
-        env["pg_table_db"] = stack.enter_context(servers.scratch_database())
+        pg_stack = contextlib.ExitStack()
+        try:
+            url = pg_stack.enter_context(servers.scratch_database())
+            env["pg"] = pg_stack.enter_context(servers.volcano("postgresql", url))
+            env["pg_table_db"] = pg_stack.enter_context(servers.scratch_database())
+            stack.push(pg_stack.pop_all())
+        except Exception as exc:
+            pg_stack.close()
+            env.pop("pg", None)
+            run.notes.append(f"PostgreSQL setup failed, its rows skipped: {exc}"[:300])
     else:
         run.notes.append(why)
     if servers.etcd_binary():

@@ -46,7 +46,11 @@ class Volcano:
 
 @contextlib.contextmanager
 def volcano(backend: str, database_url: str) -> Iterator[Volcano]:
-    anon, service = create_project(database_url, "bench")
+    try:
+        anon, service = create_project(database_url, "bench")
+    except RuntimeError:  # PostgreSQL restarting under another session's chaos test: once more
+        time.sleep(5)
+        anon, service = create_project(database_url, "bench")
     server = ServerProcess(database_url)
     server.start()
     try:
@@ -77,19 +81,35 @@ def postgres_available() -> str | None:
         return f"PostgreSQL at {PG_ADMIN_URL} unreachable: {type(exc).__name__}"
 
 
+def _admin(statement: str, patience: float = 30.0) -> None:
+    """Runs one statement on the admin database, retrying while PostgreSQL restarts (other
+    sessions on this machine restart it on purpose)."""
+    import psycopg
+
+    deadline = time.monotonic() + patience
+    while True:
+        try:
+            with psycopg.connect(PG_ADMIN_URL, autocommit=True, connect_timeout=3) as admin:
+                admin.execute(statement)
+                return
+        except psycopg.OperationalError:
+            if time.monotonic() > deadline:
+                raise
+            time.sleep(1.0)
+
+
 @contextlib.contextmanager
 def scratch_database() -> Iterator[str]:
     """A fresh database dropped at exit; yields its URL."""
-    import psycopg
-
     name = f"volcano_bench_{uuid.uuid4().hex[:10]}"
-    with psycopg.connect(PG_ADMIN_URL, autocommit=True) as admin:
-        admin.execute(f'CREATE DATABASE "{name}"')
+    _admin(f'CREATE DATABASE "{name}"')
     try:
         yield _pg_url(name)
     finally:
-        with psycopg.connect(PG_ADMIN_URL, autocommit=True) as admin:
-            admin.execute(f'DROP DATABASE IF EXISTS "{name}" WITH (FORCE)')
+        try:
+            _admin(f'DROP DATABASE IF EXISTS "{name}" WITH (FORCE)')
+        except Exception as exc:
+            print(f"could not drop the scratch database {name}: {exc}", file=sys.stderr)
 
 
 class Process:
