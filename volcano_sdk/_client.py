@@ -8,7 +8,6 @@ from typing import Any
 
 import httpx
 
-from . import _adapter
 from ._core import Outcome, Request
 from ._events import EventHook
 from ._guard import AsyncRenewer, Renewer
@@ -69,6 +68,10 @@ class VolcanoClient:
         self.api_url = api_url
         self._timeout = _timeout(timeout)
         httpx_args: dict[str, Any] = {} if transport is None else {"transport": transport}
+        # Imported on first use: the generated client is most of `import volcano_sdk`'s cost.
+        from . import _adapter
+
+        self._adapter = _adapter
         self._api = _adapter.build_client(
             api_url=api_url,
             anon_key=anon_key,
@@ -86,10 +89,10 @@ class VolcanoClient:
 
     def _send(self, request: Request) -> Outcome:
         try:
-            response = self._http.request(**_adapter.prepare(request))
+            response = self._http.request(**self._adapter.prepare(request))
         except httpx.HTTPError as exc:
-            return _adapter.transport_failure(exc)
-        return _adapter.parse(self._api, request, response)
+            return self._adapter.transport_failure(exc)
+        return self._adapter.parse(self._api, request, response)
 
     def _guard_renewer(self) -> Renewer:
         with self._renewer_lock:
@@ -134,6 +137,10 @@ class AsyncVolcanoClient:
         self.api_url = api_url
         self._timeout = _timeout(timeout)
         httpx_args: dict[str, Any] = {} if transport is None else {"transport": transport}
+        # Imported on first use: the generated client is most of `import volcano_sdk`'s cost.
+        from . import _adapter
+
+        self._adapter = _adapter
         self._api = _adapter.build_client(
             api_url=api_url,
             anon_key=anon_key,
@@ -150,10 +157,10 @@ class AsyncVolcanoClient:
 
     async def _send(self, request: Request) -> Outcome:
         try:
-            response = await self._http.request(**_adapter.prepare(request))
+            response = await self._http.request(**self._adapter.prepare(request))
         except httpx.HTTPError as exc:
-            return _adapter.transport_failure(exc)
-        return _adapter.parse(self._api, request, response)
+            return self._adapter.transport_failure(exc)
+        return self._adapter.parse(self._api, request, response)
 
     def _guard_renewer(self) -> AsyncRenewer:
         if self._renewer is None:

@@ -8,7 +8,6 @@ scheduler is a single thread, or a single task, that hands due renewals to a sma
 
 from __future__ import annotations
 
-import asyncio
 import contextlib
 import logging
 import threading
@@ -25,6 +24,8 @@ from ._locks import GuardArgs, run_async, run_sync
 from ._models import LockLease
 
 if TYPE_CHECKING:
+    import asyncio
+
     from ._locks import AsyncLocks, Locks
 
 __all__ = ["AsyncLockGuard", "AsyncRenewer", "LockGuard", "Renewer"]
@@ -221,6 +222,8 @@ class AsyncRenewer:
 
     def schedule(self, guard: AsyncLockGuard, due: float) -> None:
         self._schedule.push(due, guard)
+        import asyncio  # here, not at the top: sync users never pay its import time
+
         if self._task is None or self._task.done():
             self._wakeup = asyncio.Event()
             self._task = asyncio.get_running_loop().create_task(self._run())
@@ -228,6 +231,8 @@ class AsyncRenewer:
         self._wakeup.set()
 
     async def _run(self) -> None:
+        import asyncio
+
         assert self._wakeup is not None
         while True:
             due = self._schedule.next_due()
@@ -246,6 +251,8 @@ class AsyncRenewer:
         return await self._send(request)
 
     async def close(self) -> None:
+        import asyncio
+
         tasks = [t for t in (self._task, *self._renewals) if t is not None]
         for task in tasks:
             task.cancel()
@@ -262,6 +269,8 @@ class AsyncLockGuard:
         self._key = args.key
         self._ttl = args.ttl
         self._state: GuardState | None = None
+        import asyncio
+
         self._io = asyncio.Lock()
         self._lost_event = asyncio.Event()
 
@@ -287,6 +296,8 @@ class AsyncLockGuard:
 
     async def wait_lost(self, timeout: float | None = None) -> bool:
         """True as soon as ownership is lost; False if ``timeout`` seconds pass first."""
+        import asyncio
+
         state = self._held()
         end = None if timeout is None else time.monotonic() + timeout
         while True:

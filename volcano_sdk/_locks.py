@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import asyncio
 import time
 from collections.abc import Awaitable, Callable
 from typing import TYPE_CHECKING, TypeVar
@@ -49,6 +48,8 @@ def run_sync(flow: Flow[T], send: Callable[[Request], Outcome]) -> T:
 
 async def run_async(flow: Flow[T], send: Callable[[Request], Awaitable[Outcome]]) -> T:
     """Drives a flow with awaits; the same steps as ``run_sync``."""
+    import asyncio  # here, not at the top: sync users never pay its import time
+
     try:
         step = next(flow)
         while True:
