@@ -19,7 +19,7 @@ from datetime import UTC, datetime
 from pathlib import Path
 
 from . import cycles, imports, peers, profiles, report, servers, wrk
-from ._util import Result
+from ._util import Result, Setup, run_interleaved
 
 ROOT = Path(__file__).resolve().parent.parent
 BUDGET_S = 570.0  # the whole run stays under 10 minutes; phases past it are skipped with a note
@@ -65,6 +65,12 @@ def _start(stack: contextlib.ExitStack, run: Run) -> dict[str, object]:
     env["sqlite"] = stack.enter_context(
         servers.volcano("sqlite", stack.enter_context(servers.sqlite_url()))
     )
+    # The same server without its access log: an A/B of one server-side cost.
+    env["sqlite_nolog"] = stack.enter_context(
+        servers.volcano(
+            "sqlite", stack.enter_context(servers.sqlite_url()), extra_args=("--no-access-log",)
+        )
+    )
     why = servers.postgres_available()
     if why is None:
         pg_stack = contextlib.ExitStack()
@@ -88,46 +94,92 @@ def _start(stack: contextlib.ExitStack, run: Run) -> dict[str, object]:
     return env
 
 
+Maker = Callable[[str], "Setup | Result"]
+
+
+def _setup(run: Run, key: str, name: str, make: Maker) -> Setup | None:
+    try:
+        made = make(key)
+    except Exception as exc:
+        run.results[key] = Result(name, "?", skipped=f"setup failed: {exc}"[:200])
+        return None
+    if isinstance(made, Result):
+        run.results[key] = made
+        return None
+    return made
+
+
+def _single_thread(run: Run, env: dict[str, object]) -> None:
+    """Every one-thread sync setup, interleaved in slices on one thread (see run_interleaved)."""
+    raw = "raw httpx sync, 1 thread"
+    noop = str(env["noop"])
+    makers: list[tuple[str, str, Maker]] = [
+        ("noop.raw_sync", raw, lambda k: cycles.raw_httpx_setup(k, noop, None, "no-op endpoint")),
+    ]
+    for tag in ("sqlite", "pg"):
+        v = env.get(tag)
+        if isinstance(v, servers.Volcano):
+            makers += [
+                (
+                    f"{tag}.raw_sync",
+                    raw,
+                    lambda k, v=v: cycles.raw_httpx_setup(k, v.url, v, v.backend),
+                ),
+                (f"{tag}.sdk_sync1", "SDK sync", lambda k, v=v: cycles.sdk_sync_setup(k, v)),
+            ]
+    nolog = env["sqlite_nolog"]
+    assert isinstance(nolog, servers.Volcano)
+    name = "SDK sync, 1 thread; server with --no-access-log"
+    makers.append(("sqlite_nolog.sdk_sync1", name, lambda k: cycles.sdk_sync_setup(k, nolog, name)))
+    makers.append(("peer.redis", "Redis", peers.redis_setup))
+    if "pg_table_db" in env:
+        db = str(env["pg_table_db"])
+        makers.append(("peer.pg", "PostgreSQL lease table", lambda k: peers.postgres_setup(k, db)))
+    else:
+        run.results["peer.pg"] = peers.skipped("PostgreSQL lease table, psycopg", "no PostgreSQL")
+    if "etcd" in env:
+        etcd = str(env["etcd"])
+        makers.append(("peer.etcd", "etcd", lambda k: peers.etcd_setup(k, etcd)))
+    else:
+        run.results["peer.etcd"] = peers.skipped("etcd 3.4, JSON gateway", "etcd not installed")
+    setups = [s for key, name, make in makers if (s := _setup(run, key, name, make))]
+    each = run.args.seconds * run.args.rounds
+    run.log(f"single-thread setups, interleaved: {len(setups)} x {each:.0f} s")
+    try:
+        for key, result in run_interleaved(setups, each).items():
+            run.results[key] = result
+            run.log(f"{key}: {report.rate_text(result.rate)} cycles/s ({result.errors} errors)")
+    finally:
+        for s in setups:
+            with contextlib.suppress(Exception):
+                s.close()
+    mock = cycles.mock_setups()
+    try:
+        for key, result in run_interleaved(mock, max(1.0, run.args.seconds / 2)).items():
+            result.extra["us_per_cycle"] = 1e6 / (result.rate or 1)
+            run.results[key] = result
+    finally:
+        for s in mock:
+            s.close()
+
+
 def _headline(run: Run, env: dict[str, object]) -> None:
     s = run.args.seconds
-    noop = str(env["noop"])
-    raw = "raw httpx sync, 1 thread"
-    plan: list[tuple[str, Callable[[], Result]]] = [
-        ("noop.raw_sync", lambda: cycles.raw_httpx_sync(noop, None, s, raw, "no-op endpoint")),
-    ]
+    plan: list[tuple[str, Callable[[], Result]]] = []
     for tag in ("sqlite", "pg"):
         v = env.get(tag)
         if not isinstance(v, servers.Volcano):
             continue
         plan += [
-            (f"{tag}.raw_sync", lambda v=v: cycles.raw_httpx_sync(v.url, v, s, raw, v.backend)),
-            (f"{tag}.sdk_sync1", lambda v=v: cycles.sdk_sync(v, 1, s)),
             (f"{tag}.sdk_sync16", lambda v=v: cycles.sdk_sync(v, 16, s)),
             (f"{tag}.sdk_async1", lambda v=v: cycles.sdk_async(v, 1, s)),
             (f"{tag}.sdk_async16", lambda v=v: cycles.sdk_async(v, 16, s)),
+            (f"{tag}.sdk_async1_aiohttp", lambda v=v: cycles.sdk_async_aiohttp(v, 1, s)),
             (f"{tag}.sdk_async16_aiohttp", lambda v=v: cycles.sdk_async_aiohttp(v, 16, s)),
         ]
-    plan.append(("peer.redis", lambda: peers.redis_lock(s)))
-    if "pg_table_db" in env:
-        db = str(env["pg_table_db"])
-        first = [True]
-
-        def pg_table() -> Result:
-            result = peers.postgres_table(db, s, create=first[0])
-            first[0] = False
-            return result
-
-        plan.append(("peer.pg", pg_table))
-    else:
-        run.results["peer.pg"] = peers.skipped("PostgreSQL lease table, psycopg", "no PostgreSQL")
-    if "etcd" in env:
-        etcd = str(env["etcd"])
-        plan.append(("peer.etcd", lambda: peers.etcd_gateway(etcd, s)))
-    else:
-        run.results["peer.etcd"] = peers.skipped("etcd 3.4, JSON gateway", "etcd not installed")
-    # Rounds interleave every setup, so a burst of load from elsewhere hits all of them alike.
+    # Rounds interleave these setups, so a burst of load from elsewhere hits all of them alike.
     for i in range(run.args.rounds):
-        run.log(f"round {i + 1} of {run.args.rounds}")
+        run.log(f"multi-thread and async setups, round {i + 1} of {run.args.rounds}")
         for key, fn in plan:
             run.measure(key, fn, need=s + 60)
 
@@ -161,6 +213,16 @@ def _wrk_on(v: servers.Volcano, name: str, seconds: float) -> Result:
     return wrk.run(name, v.url, v.anon_key, v.service_key, seconds)
 
 
+def _mock_load() -> None:
+    sdk = cycles.mock_setups()[0]
+    end = time.monotonic() + 5
+    try:
+        while time.monotonic() < end:
+            sdk.cycle()
+    finally:
+        sdk.close()
+
+
 def _profiles(run: Run, env: dict[str, object]) -> None:
     seconds = 4
     load_s = seconds + 1  # the load outlasts the recording
@@ -169,11 +231,7 @@ def _profiles(run: Run, env: dict[str, object]) -> None:
     me = os.getpid()
     jobs: list[tuple[str, int, Callable[[], object]]] = [
         ("client: SDK sync, 1 thread (SQLite)", me, lambda: cycles.sdk_sync(v, 1, load_s)),
-        (
-            "client: raw httpx sync, 1 thread (SQLite)",
-            me,
-            lambda: cycles.raw_httpx_sync(v.url, v, load_s, "raw", "x"),
-        ),
+        ("client: SDK sync, 1 thread, in-process mock transport (no server)", me, _mock_load),
         (
             "client: SDK async, 16 tasks, httpx transport (SQLite)",
             me,
@@ -229,6 +287,15 @@ def _machine() -> str:
     )
 
 
+def _revision() -> str:
+    def git(*args: str) -> str:
+        done = subprocess.run(["git", *args], capture_output=True, text=True, cwd=ROOT, check=False)
+        return done.stdout.strip()
+
+    dirty = git("status", "--porcelain", "--untracked-files=no")
+    return git("rev-parse", "--short", "HEAD") + (" with uncommitted changes" if dirty else "")
+
+
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(prog="scripts/bench", description=__doc__)
     parser.add_argument("--seconds", type=float, default=3.0, help="per measurement (default 3)")
@@ -240,11 +307,13 @@ def main(argv: list[str] | None = None) -> int:
     if args.quick:
         args.seconds, args.rounds = 1.5, 1
     run = Run(args)
+    load_before = os.getloadavg()[0]
     run.log("imports")
     run.imports = imports.measure()
     with contextlib.ExitStack() as stack:
         run.log("starting servers")
         env = _start(stack, run)
+        _single_thread(run, env)
         _headline(run, env)
         _ceilings(run, env)
         _wrk(run, env)
@@ -256,6 +325,8 @@ def main(argv: list[str] | None = None) -> int:
     meta = {
         "date": datetime.now(UTC).strftime("%Y-%m-%d %H:%M UTC"),
         "machine": _machine(),
+        "revision": _revision(),
+        "load": f"{load_before:.1f} at the start, {os.getloadavg()[0]:.1f} at the end",
         "elapsed_s": elapsed,
         "seconds": args.seconds,
         "rounds": args.rounds,

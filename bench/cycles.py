@@ -15,7 +15,7 @@ import httpx
 
 from volcano_sdk import AsyncVolcanoClient, VolcanoClient
 
-from ._util import Result, arun_tasks, run_threads
+from ._util import Result, Setup, arun_tasks, run_threads
 from .servers import Volcano
 
 TTL = 30
@@ -26,6 +26,47 @@ def _headers(v: Volcano | None) -> dict[str, str]:
     anon = v.anon_key if v else "anon"
     service = v.service_key if v else "service"
     return {"apikey": anon, "Authorization": f"Bearer {service}"}
+
+
+def sdk_sync_setup(key: str, v: Volcano, name: str = "SDK sync, 1 thread") -> Setup:
+    client = VolcanoClient(v.anon_key, v.service_key, v.url)
+    locks = client.locks
+    lock_key = f"sdk-{key}"
+
+    def cycle() -> None:
+        lease = locks.acquire(lock_key, TTL)
+        locks.release(lock_key, lease)
+
+    return Setup(key, name, v.backend, cycle, client.close)
+
+
+def raw_httpx_setup(key: str, url: str, v: Volcano | None, group: str) -> Setup:
+    """The SDK's two requests with a bare ``httpx.Client``; ``v=None`` targets the no-op."""
+    http = httpx.Client(base_url=url, headers=_headers(v), timeout=TIMEOUT)
+    cycle = _raw_cycle(http, f"raw-{key}")
+    return Setup(key, "raw httpx sync, 1 thread", group, cycle, http.close)
+
+
+def _raw_cycle(http: httpx.Client, key: str) -> Callable[[], None]:
+    """What a user of bare httpx would write: a fresh token per cycle, a fresh request id
+    per request, JSON bodies encoded by httpx, as the SDK does."""
+
+    def cycle() -> None:
+        token = str(uuid.uuid4())
+        for action, body in (
+            ("acquire", {"token": token, "ttl": TTL}),
+            ("release", {"token": token}),
+        ):
+            r = http.post(
+                f"/locks/v1/locks/{key}/{action}",
+                json=body,
+                headers={"X-Request-Id": str(uuid.uuid4())},
+            )
+            if r.status_code != 200:
+                raise RuntimeError(f"{action}: HTTP {r.status_code}")
+            r.json()
+
+    return cycle
 
 
 def sdk_sync(v: Volcano, threads: int, seconds: float) -> Result:
@@ -82,7 +123,7 @@ def sdk_async_aiohttp(v: Volcano, tasks: int, seconds: float) -> Result:
     try:
         from .aiohttp_transport import AiohttpTransport
     except ImportError:
-        name = f"SDK async, {tasks} tasks{PROTO_LABEL}"
+        name = f"SDK async, {tasks} task{'s' * (tasks > 1)}{PROTO_LABEL}"
         return Result(name, v.backend, skipped="aiohttp not installed (pip install aiohttp)")
     return sdk_async(v, tasks, seconds, AiohttpTransport, PROTO_LABEL)
 
@@ -95,31 +136,8 @@ def _bodies(token: str) -> tuple[bytes, bytes]:
 
 
 def raw_httpx_sync(url: str, v: Volcano | None, seconds: float, name: str, group: str) -> Result:
-    """The SDK's two requests with a bare ``httpx.Client``; ``v=None`` targets the no-op."""
     with httpx.Client(base_url=url, headers=_headers(v), timeout=TIMEOUT) as http:
-
-        def make(i: int) -> Callable[[], None]:
-            key = f"raw-sync-{i}"
-            token = str(uuid.uuid4())
-            acquire_body, release_body = _bodies(token)
-
-            def cycle() -> None:
-                for action, body in (("acquire", acquire_body), ("release", release_body)):
-                    r = http.post(
-                        f"/locks/v1/locks/{key}/{action}",
-                        content=body,
-                        headers={
-                            "X-Request-Id": str(uuid.uuid4()),
-                            "Content-Type": "application/json",
-                        },
-                    )
-                    if r.status_code != 200:
-                        raise RuntimeError(f"{action}: HTTP {r.status_code}")
-                    r.json()
-
-            return cycle
-
-        return run_threads(name, group, make, 1, seconds)
+        return run_threads(name, group, lambda i: _raw_cycle(http, f"raw-sync-{i}"), 1, seconds)
 
 
 def raw_async(
@@ -158,9 +176,9 @@ def raw_async(
 
         def make(i: int) -> Callable[[], Awaitable[None]]:
             key = f"raw-async-{client}-{i}"
-            acquire_body, release_body = _bodies(str(uuid.uuid4()))
 
             async def cycle() -> None:
+                acquire_body, release_body = _bodies(str(uuid.uuid4()))
                 await post(f"/locks/v1/locks/{key}/acquire", acquire_body)
                 await post(f"/locks/v1/locks/{key}/release", release_body)
 
@@ -173,3 +191,44 @@ def raw_async(
             await close()
 
     return asyncio.run(main())
+
+
+def _mock_transport() -> httpx.MockTransport:
+    """Answers acquire and release in-process, so a cycle costs only client CPU."""
+
+    def handle(request: httpx.Request) -> httpx.Response:
+        key = request.url.raw_path.decode().split("/")[4]
+        if request.url.path.endswith("/acquire"):
+            token = json.loads(request.content)["token"]
+            body = {
+                "key": key,
+                "token": token,
+                "expires_at": "2030-01-01T00:00:00.000000Z",
+                "fencing_token": 7,
+            }
+        else:
+            body = {"key": key, "released": True}
+        return httpx.Response(200, json=body)
+
+    return httpx.MockTransport(handle)
+
+
+def mock_setups() -> list[Setup]:
+    """The SDK and raw httpx over the same in-process transport: their client CPU per cycle."""
+    group = "client CPU, in-process mock transport"
+    sdk = VolcanoClient("anon", "service", "http://mock", transport=_mock_transport())
+    locks = sdk.locks
+
+    def sdk_cycle() -> None:
+        lease = locks.acquire("mock", TTL)
+        locks.release("mock", lease)
+
+    raw = httpx.Client(
+        base_url="http://mock", headers=_headers(None), timeout=TIMEOUT, transport=_mock_transport()
+    )
+    return [
+        Setup("mock.sdk_sync", "SDK sync, 1 thread", group, sdk_cycle, sdk.close),
+        Setup(
+            "mock.raw_sync", "raw httpx sync, 1 thread", group, _raw_cycle(raw, "mock"), raw.close
+        ),
+    ]

@@ -12,11 +12,10 @@ from __future__ import annotations
 
 import base64
 import uuid
-from collections.abc import Callable
 
 import httpx
 
-from ._util import Result, run_threads
+from ._util import Result, Setup
 
 GROUP = "peers"
 TTL = 30
@@ -26,7 +25,7 @@ def skipped(name: str, why: str) -> Result:
     return Result(name, GROUP, skipped=why)
 
 
-def redis_lock(seconds: float, url: str = "redis://127.0.0.1:6379/15") -> Result:
+def redis_setup(key: str, url: str = "redis://127.0.0.1:6379/15") -> Setup | Result:
     name = "Redis, redis-py Lock"
     try:
         import redis
@@ -37,25 +36,18 @@ def redis_lock(seconds: float, url: str = "redis://127.0.0.1:6379/15") -> Result
         client.ping()
     except redis.RedisError as exc:
         return skipped(name, f"no Redis at {url}: {type(exc).__name__}")
+    lock = client.lock(f"volcano-bench-{uuid.uuid4()}", timeout=TTL)
 
-    def make(i: int) -> Callable[[], None]:
-        lock = client.lock(f"volcano-bench-{uuid.uuid4()}", timeout=TTL)
+    def cycle() -> None:
+        if not lock.acquire(blocking=False):
+            raise RuntimeError("held")
+        lock.release()
 
-        def cycle() -> None:
-            if not lock.acquire(blocking=False):
-                raise RuntimeError("held")
-            lock.release()
-
-        return cycle
-
-    try:
-        return run_threads(name, GROUP, make, 1, seconds)
-    finally:
-        client.close()
+    return Setup(key, name, GROUP, cycle, client.close, "no durability, no fencing token")
 
 
 PG_SCHEMA = """
-CREATE TABLE bench_leases (
+CREATE TABLE IF NOT EXISTS bench_leases (
     key text PRIMARY KEY,
     token uuid,
     fence bigint NOT NULL,
@@ -75,68 +67,50 @@ UPDATE bench_leases SET token = NULL, expires_at = NULL WHERE key = %(key)s AND 
 """
 
 
-def postgres_table(database_url: str, seconds: float, *, create: bool = True) -> Result:
+def postgres_setup(key: str, database_url: str) -> Setup:
     import psycopg
 
-    name = "PostgreSQL lease table, psycopg"
-    if create:
-        with psycopg.connect(database_url, autocommit=True) as setup:
-            setup.execute(PG_SCHEMA)
     conn = psycopg.connect(database_url, autocommit=True)
+    conn.execute(PG_SCHEMA)
+    commit_mode = conn.execute("SHOW synchronous_commit").fetchone()
+    lock_key = f"pg-{key}"
 
-    def make(i: int) -> Callable[[], None]:
-        key = f"pg-{i}"
+    def cycle() -> None:
+        token = uuid.uuid4()
+        row = conn.execute(PG_ACQUIRE, {"key": lock_key, "token": token, "ttl": TTL}).fetchone()
+        if row is None:
+            raise RuntimeError("held")
+        conn.execute(PG_RELEASE, {"key": lock_key, "token": token})
 
-        def cycle() -> None:
-            token = uuid.uuid4()
-            row = conn.execute(PG_ACQUIRE, {"key": key, "token": token, "ttl": TTL}).fetchone()
-            if row is None:
-                raise RuntimeError("held")
-            conn.execute(PG_RELEASE, {"key": key, "token": token})
-
-        return cycle
-
-    try:
-        result = run_threads(name, GROUP, make, 1, seconds)
-        result.note = "synchronous_commit=" + str(
-            conn.execute("SHOW synchronous_commit").fetchone()[0]
-        )
-        return result
-    finally:
-        conn.close()
+    note = (
+        f"UPSERT + UPDATE, fence kept; synchronous_commit={commit_mode[0] if commit_mode else '?'}"
+    )
+    return Setup(key, "PostgreSQL lease table, psycopg", GROUP, cycle, conn.close, note)
 
 
 def _b64(text: str) -> str:
     return base64.b64encode(text.encode()).decode()
 
 
-def etcd_gateway(url: str, seconds: float) -> Result:
-    name = "etcd 3.4, JSON gateway"
+def etcd_setup(key: str, url: str) -> Setup:
     http = httpx.Client(base_url=url, timeout=httpx.Timeout(10.0, connect=5.0))
+    lock_key = _b64(f"volcano-bench/{key}")
+    owner = _b64("owner")
 
-    def make(i: int) -> Callable[[], None]:
-        key = _b64(f"volcano-bench/{i}")
+    def cycle() -> None:
+        grant = http.post("/v3/lease/grant", json={"TTL": TTL}).raise_for_status().json()
+        txn = http.post(
+            "/v3/kv/txn",
+            json={
+                "compare": [{"key": lock_key, "target": "CREATE", "create_revision": "0"}],
+                "success": [
+                    {"request_put": {"key": lock_key, "value": owner, "lease": grant["ID"]}}
+                ],
+            },
+        ).raise_for_status()
+        if not txn.json().get("succeeded"):
+            raise RuntimeError("held")
+        http.post("/v3/kv/deleterange", json={"key": lock_key}).raise_for_status()
 
-        def cycle() -> None:
-            grant = http.post("/v3/lease/grant", json={"TTL": TTL}).raise_for_status().json()
-            txn = http.post(
-                "/v3/kv/txn",
-                json={
-                    "compare": [{"key": key, "target": "CREATE", "create_revision": "0"}],
-                    "success": [
-                        {"request_put": {"key": key, "value": _b64("owner"), "lease": grant["ID"]}}
-                    ],
-                },
-            ).raise_for_status()
-            if not txn.json().get("succeeded"):
-                raise RuntimeError("held")
-            http.post("/v3/kv/deleterange", json={"key": key}).raise_for_status()
-
-        return cycle
-
-    try:
-        result = run_threads(name, GROUP, make, 1, seconds)
-        result.note = "3 requests per cycle; the lease is left to expire"
-        return result
-    finally:
-        http.close()
+    note = "grant + txn + delete: 3 requests per cycle, the lease left to expire"
+    return Setup(key, "etcd 3.4, JSON gateway", GROUP, cycle, http.close, note)

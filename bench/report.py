@@ -20,9 +20,11 @@ ROWS = [
     ("noop.aiohttp_async16", "HTTP ceiling"),
     ("sqlite.raw_sync", "SQLite"),
     ("sqlite.sdk_sync1", "SQLite"),
+    ("sqlite_nolog.sdk_sync1", "SQLite"),
     ("sqlite.sdk_sync16", "SQLite"),
     ("sqlite.sdk_async1", "SQLite"),
     ("sqlite.sdk_async16", "SQLite"),
+    ("sqlite.sdk_async1_aiohttp", "SQLite"),
     ("sqlite.sdk_async16_aiohttp", "SQLite"),
     ("sqlite.httpx_async16", "SQLite"),
     ("sqlite.aiohttp_async16", "SQLite"),
@@ -31,6 +33,7 @@ ROWS = [
     ("pg.sdk_sync16", "PostgreSQL"),
     ("pg.sdk_async1", "PostgreSQL"),
     ("pg.sdk_async16", "PostgreSQL"),
+    ("pg.sdk_async1_aiohttp", "PostgreSQL"),
     ("pg.sdk_async16_aiohttp", "PostgreSQL"),
     ("peer.redis", "peers"),
     ("peer.pg", "peers"),
@@ -38,6 +41,8 @@ ROWS = [
     ("wrk.noop", "wrk, 16 connections"),
     ("wrk.sqlite", "wrk, 16 connections"),
     ("wrk.pg", "wrk, 16 connections"),
+    ("mock.raw_sync", "client CPU only"),
+    ("mock.sdk_sync", "client CPU only"),
 ]
 
 
@@ -150,6 +155,21 @@ def targets(run: Run) -> list[Target]:
 
 
 COMPANIONS = [
+    (
+        "client CPU: SDK vs raw httpx over an in-process mock transport (no server)",
+        "mock.sdk_sync",
+        "mock.raw_sync",
+    ),
+    (
+        "server access log off vs on: SDK sync 1 thread (SQLite)",
+        "sqlite_nolog.sdk_sync1",
+        "sqlite.sdk_sync1",
+    ),
+    (
+        "full stack on SQLite, server without access log, vs the no-op ceiling",
+        "sqlite_nolog.sdk_sync1",
+        "noop.raw_sync",
+    ),
     ("sync SDK vs raw httpx (PostgreSQL)", "pg.sdk_sync1", "pg.raw_sync"),
     ("full stack on PostgreSQL vs etcd", "pg.sdk_sync1", "peer.etcd"),
     (
@@ -164,6 +184,11 @@ COMPANIONS = [
         "pg.sdk_sync1",
     ),
     ("sync SDK 16 threads vs 1 thread (SQLite)", "sqlite.sdk_sync16", "sqlite.sdk_sync1"),
+    (
+        "async SDK 1 task: aiohttp transport prototype vs httpx (SQLite)",
+        "sqlite.sdk_async1_aiohttp",
+        "sqlite.sdk_async1",
+    ),
     ("full stack (SQLite) vs Redis", "sqlite.sdk_sync1", "peer.redis"),
     ("full stack (SQLite) vs PostgreSQL lease table", "sqlite.sdk_sync1", "peer.pg"),
     ("server on SQLite vs no-op endpoint, both under wrk", "wrk.sqlite", "wrk.noop"),
@@ -244,12 +269,18 @@ def markdown(run: Run, meta: dict[str, object]) -> str:
         "ratios only, because this machine's noise is up to 1.8x from run to run.",
         "",
         f"- Run: {meta['date']}, {meta['machine']}, {float(meta['elapsed_s']):.0f} s in all.",
-        f"- Method: each setup runs {meta['seconds']} s after a 0.3 s warm-up, in "
-        f"{meta['rounds']} interleaved rounds; the best round is kept. A cycle is one acquire "
-        "plus one release of a key owned by that thread or task (no contention); latency is per "
-        "cycle. Everything on 127.0.0.1, servers started and stopped by the script. The "
-        "volcano-locks servers run as shipped: `volcano-locks serve`, 1 worker, access log on, "
-        "SQLite with `synchronous=FULL`.",
+        f"- Load average (1 min) of the machine, shared with other sessions: {meta['load']}.",
+        f"- Code: {meta['revision']} (the working tree as it was, uncommitted changes of "
+        "other sessions included).",
+        "- Method: a cycle is one acquire plus one release of a key owned by that thread or "
+        "task (no contention); latency is per cycle. All one-thread sync setups (the ceiling, "
+        "raw httpx, the sync SDK, the peers) run on one thread in turns of 0.25 s until each has "
+        f"had {float(meta['seconds']) * int(meta['rounds']):.0f} s, so load from elsewhere hits "
+        f"them alike; the multi-thread and async setups run {meta['seconds']} s each in "
+        f"{meta['rounds']} interleaved rounds, the best round kept. Everything on 127.0.0.1, "
+        "servers started and stopped by the script. The volcano-locks servers run as shipped "
+        "(`volcano-locks serve`, 1 worker, access log on, SQLite with `synchronous=FULL`), plus "
+        "one SQLite server with `--no-access-log` as an A/B.",
         "- Reproduce: `scripts/bench` (about 6 minutes; `--quick` for a 2-minute smoke run).",
         "",
         "![cycles per second and guard scaling](benchmarks.png)",
@@ -279,8 +310,11 @@ def markdown(run: Run, meta: dict[str, object]) -> str:
         if r.skipped:
             rows.append([group, r.name, "skipped", "", "", "", r.skipped])
             continue
+        note = r.note
+        if "us_per_cycle" in r.extra:
+            note = f"{float(r.extra['us_per_cycle']):.0f} µs of client CPU per cycle"
         rows.append(
-            [group, r.name, rate_text(r.rate), _ms(r.p50_ms), _ms(r.p99_ms), str(r.errors), r.note]
+            [group, r.name, rate_text(r.rate), _ms(r.p50_ms), _ms(r.p99_ms), str(r.errors), note]
         )
     md += _md_table(["group", "setup", "cycles/s", "p50 ms", "p99 ms", "errors", "note"], rows)
     md += [

@@ -45,13 +45,13 @@ class Volcano:
 
 
 @contextlib.contextmanager
-def volcano(backend: str, database_url: str) -> Iterator[Volcano]:
+def volcano(backend: str, database_url: str, extra_args: tuple[str, ...] = ()) -> Iterator[Volcano]:
     try:
         anon, service = create_project(database_url, "bench")
     except RuntimeError:  # PostgreSQL restarting under another session's chaos test: once more
         time.sleep(5)
         anon, service = create_project(database_url, "bench")
-    server = ServerProcess(database_url)
+    server = ServerProcess(database_url, extra_args=extra_args)
     server.start()
     try:
         yield Volcano(backend, server, anon, service)
