@@ -134,6 +134,15 @@ class _Checker:
             self.by_f[op.f].append(op)
         self.grants: dict[str, list[Grant]] = defaultdict(list)  # key -> by fence
         self.grant_of: dict[tuple[str, str], Grant] = {}  # (key, token) -> grant
+        self.releases_of: dict[tuple[str, str], list[Op]] = defaultdict(list)
+        for op in self.by_f["release"]:
+            self.releases_of[(op.get("key"), op.get("token"))].append(op)
+        self.acquires_of: dict[tuple[str, str], list[Op]] = defaultdict(list)
+        for op in self.by_f["acquire"]:
+            self.acquires_of[(op.get("key"), op.get("token"))].append(op)
+        self.force_of: dict[str, list[Op]] = defaultdict(list)
+        for op in self.by_f["force_release"]:
+            self.force_of[op.get("key")].append(op)
 
     def flag(self, kind: str, message: str) -> None:
         self.violations.append(Violation(kind, message))
@@ -219,19 +228,12 @@ class _Checker:
 
     def _ended_before(self, p: Grant, n: Grant) -> bool:
         """Was p's lease possibly ended (release, force-release) before n was acknowledged?"""
-        for op in self.by_f["release"]:
-            if (
-                op.get("key") == p.key
-                and op.get("token") == p.token
-                and op.type != "fail"
-                and op.get("released") is not False
-                and op.t_invoke < n.t_ok
-            ):
+        for op in self.releases_of.get((p.key, p.token), []):
+            if op.type != "fail" and op.get("released") is not False and op.t_invoke < n.t_ok:
                 return True
-        for op in self.by_f["force_release"]:
+        for op in self.force_of.get(p.key, []):
             if (
-                op.get("key") == p.key
-                and op.type != "fail"
+                op.type != "fail"
                 and op.get("removed") is not False
                 and op.t_invoke < n.t_ok
                 and (op.t_done is None or op.t_done > p.t_first_invoke)
@@ -254,11 +256,7 @@ class _Checker:
     # -- renewals and releases -------------------------------------------------------------
 
     def _may_hold(self, key: str, token: str) -> bool:
-        return any(
-            op.type != "fail"
-            for op in self.by_f["acquire"]
-            if op.get("key") == key and op.get("token") == token
-        )
+        return any(op.type != "fail" for op in self.acquires_of.get((key, token), []))
 
     def check_renewals(self) -> None:
         unsure = {
@@ -266,7 +264,6 @@ class _Checker:
             for op in self.by_f["renew"] + self.by_f["acquire"]
             if op.type == "unknown"
         }
-        releases = [op for op in self.by_f["release"] if op.type == "ok" and op.get("released")]
         renewals: dict[tuple[str, str], list[Op]] = defaultdict(list)
         for op in self.by_f["renew"]:
             if op.type != "ok":
@@ -291,12 +288,11 @@ class _Checker:
                         "was granted",
                     )
                     break
-            for rel in releases:
-                if rel.get("key") == key and rel.get("token") == token:
-                    assert rel.t_done is not None
-                    if rel.t_done < op.t_invoke:
-                        self.flag("renew-inconsistent", f"{where} after its release")
-                        break
+            for rel in self.releases_of.get((key, token), []):
+                freed = rel.type == "ok" and rel.get("released")
+                if freed and rel.t_done is not None and rel.t_done < op.t_invoke:
+                    self.flag("renew-inconsistent", f"{where} after its release")
+                    break
         # No renewal revives an expired lease (unless an unanswered request may have extended it).
         for (key, token), ops in renewals.items():
             grant = self.grant_of.get((key, token))
@@ -345,6 +341,9 @@ class _Checker:
         dumps = [e for e in self.events if e["type"] == "info" and e["f"] == "resource"]
         writes = list(self.by_f["write"])
         claims = [op for op in self.by_f["claim"] if op.type == "ok"]
+        writes_of: dict[str, list[Op]] = defaultdict(list)
+        for op in writes:
+            writes_of[op.get("key")].append(op)
         for dump in dumps:
             resource = dump["resource"]
             audit = sorted(dump["audit"], key=lambda row: row[0])
@@ -381,9 +380,7 @@ class _Checker:
                     "lost-update",
                     f"{resource}: final value {dump['value']}, the accepted writes make {value}",
                 )
-            for op in writes:
-                if op.get("key") != resource:
-                    continue
+            for op in writes_of.get(resource, []):
                 if op.type == "ok" and op.op not in accepted:
                     self.flag("lost-update", f"{resource}: acknowledged write {op.op} is missing")
                 if op.type == "fail" and op.op in accepted:
@@ -395,20 +392,25 @@ class _Checker:
             by_key[c.get("key")].append((c.t_done, int(c.get("fence"))))
         for key in by_key:
             by_key[key].sort()
+        highest: dict[str, tuple[list[float], list[int]]] = {}
+        for key, seq in by_key.items():
+            running, tops = 0, []
+            for _t, claim_fence in seq:
+                running = max(running, claim_fence)
+                tops.append(running)
+            highest[key] = ([t for t, _ in seq], tops)
         for op in writes:
-            if op.type != "ok":
+            if op.type != "ok" or op.get("key") not in highest:
                 continue
             fence = int(op.get("fence"))
-            for t_claim, claim_fence in by_key.get(op.get("key"), []):
-                if t_claim >= op.t_invoke:
-                    break
-                if claim_fence > fence:
-                    self.flag(
-                        "stale-write",
-                        f"{op.get('key')}: write with fence {fence} accepted after fence "
-                        f"{claim_fence} had claimed the resource",
-                    )
-                    break
+            times, tops = highest[op.get("key")]
+            i = bisect.bisect_left(times, op.t_invoke)
+            if i > 0 and tops[i - 1] > fence:
+                self.flag(
+                    "stale-write",
+                    f"{op.get('key')}: write with fence {fence} accepted after fence "
+                    f"{tops[i - 1]} had claimed the resource",
+                )
 
     # -- guards ------------------------------------------------------------------------------
 
@@ -502,6 +504,23 @@ def summarize(events: Iterable[Event]) -> dict[str, Any]:
             faults[e["kind"]] += 1
         if e["type"] == "info" and e["f"] == "recover":
             recoveries[e["outcome"]] += 1
+    # How often the hard cases happened (the checker accepted each of them).
+    checker = _Checker(events)
+    checker.build_grants()
+    late = 0
+    for op in checker.by_f["write"]:
+        if op.type != "ok":
+            continue
+        fence = int(op.get("fence"))
+        if any(g.fence > fence and g.t_ok < op.t_invoke for g in checker.grants[op.get("key")]):
+            late += 1
+    stale = sum(
+        1 for op in checker.by_f["claim"] + checker.by_f["write"]
+        if op.type == "fail" and (op.f == "claim" or op.get("why") == "stale")
+    )  # fmt: skip
+    noticed = {
+        (e["key"], e["token"]) for e in events if e["f"] == "observe" and e.get("lost") is True
+    }
     processes = {e["p"] for e in events}
     times = [e["t"] for e in events]
     return {
@@ -513,4 +532,7 @@ def summarize(events: Iterable[Event]) -> dict[str, Any]:
         "faults": dict(sorted(faults.items())),
         "ambiguous_acquisitions": dict(sorted(recoveries.items())),
         "increments_acknowledged": outcomes["write"]["ok"],
+        "stale_holders_refused_by_resource": stale,
+        "writes_after_takeover_before_claim": late,
+        "holders_that_saw_their_loss": len(noticed),
     }

@@ -33,7 +33,15 @@ from urllib.parse import unquote
 
 import httpx
 
-__all__ = ["Event", "Recorder", "RecordingTransport", "load", "parse_time", "write_events"]
+__all__ = [
+    "AsyncRecordingTransport",
+    "Event",
+    "Recorder",
+    "RecordingTransport",
+    "load",
+    "parse_time",
+    "write_events",
+]
 
 Event = dict[str, Any]
 
@@ -101,6 +109,50 @@ def _wire_call(request: httpx.Request) -> tuple[str, str] | None:
     ), unquote(key)
 
 
+def _invoke(recorder: Recorder, request: httpx.Request) -> tuple[str, str, dict[str, Any]] | None:
+    call = _wire_call(request)
+    if call is None:
+        return None
+    f, key = call
+    fields: dict[str, Any] = {"key": key, "rid": request.headers.get("x-request-id")}
+    if request.content:
+        body = json.loads(request.content)
+        fields.update({k: body[k] for k in ("token", "ttl") if k in body})
+    op = recorder.new_op()
+    recorder.record("invoke", f, op, **fields)
+    return f, op, fields
+
+
+def _complete(
+    recorder: Recorder, f: str, op: str, fields: dict[str, Any], response: httpx.Response
+) -> None:
+    status = response.status_code
+    try:
+        answer = json.loads(response.content)
+    except ValueError:
+        answer = None
+    if 200 <= status < 300 and isinstance(answer, dict):
+        extra = {
+            name: answer[src]
+            for name, src in (
+                ("fence", "fencing_token"),
+                ("expires", "expires_at"),
+                ("released", "released"),
+                ("removed", "removed"),
+                ("held", "held"),
+            )
+            if src in answer
+        }
+        recorder.record("ok", f, op, **fields, status=status, **extra)
+    elif 400 <= status < 500:
+        code = None
+        if isinstance(answer, dict) and isinstance(answer.get("error"), dict):
+            code = answer["error"].get("code")
+        recorder.record("fail", f, op, **fields, status=status, code=code)
+    else:
+        recorder.record("unknown", f, op, **fields, status=status)
+
+
 class RecordingTransport(httpx.BaseTransport):
     """Wraps the SDK's transport: every lock request becomes invoke, then ok, fail or unknown.
 
@@ -113,52 +165,46 @@ class RecordingTransport(httpx.BaseTransport):
         self.inner = inner or httpx.HTTPTransport()
 
     def handle_request(self, request: httpx.Request) -> httpx.Response:
-        call = _wire_call(request)
-        if call is None:
+        started = _invoke(self.recorder, request)
+        if started is None:
             return self.inner.handle_request(request)
-        f, key = call
-        fields: dict[str, Any] = {"key": key, "rid": request.headers.get("x-request-id")}
-        if request.content:
-            body = json.loads(request.content)
-            fields.update({k: body[k] for k in ("token", "ttl") if k in body})
-        rec = self.recorder
-        op = rec.new_op()
-        rec.record("invoke", f, op, **fields)
+        f, op, fields = started
         try:
             response = self.inner.handle_request(request)
             response.read()
         except httpx.HTTPError as exc:
-            rec.record("unknown", f, op, **fields, error=type(exc).__name__)
+            self.recorder.record("unknown", f, op, **fields, error=type(exc).__name__)
             raise
-        status = response.status_code
-        try:
-            answer = json.loads(response.content)
-        except ValueError:
-            answer = None
-        if 200 <= status < 300 and isinstance(answer, dict):
-            extra = {
-                name: answer[src]
-                for name, src in (
-                    ("fence", "fencing_token"),
-                    ("expires", "expires_at"),
-                    ("released", "released"),
-                    ("removed", "removed"),
-                    ("held", "held"),
-                )
-                if src in answer
-            }
-            rec.record("ok", f, op, **fields, status=status, **extra)
-        elif 400 <= status < 500:
-            code = None
-            if isinstance(answer, dict) and isinstance(answer.get("error"), dict):
-                code = answer["error"].get("code")
-            rec.record("fail", f, op, **fields, status=status, code=code)
-        else:
-            rec.record("unknown", f, op, **fields, status=status)
+        _complete(self.recorder, f, op, fields, response)
         return response
 
     def close(self) -> None:
         self.inner.close()
+
+
+class AsyncRecordingTransport(httpx.AsyncBaseTransport):
+    """The async twin of ``RecordingTransport``, for ``AsyncVolcanoClient``."""
+
+    def __init__(self, recorder: Recorder, inner: httpx.AsyncBaseTransport | None = None) -> None:
+        self.recorder = recorder
+        self.inner = inner or httpx.AsyncHTTPTransport()
+
+    async def handle_async_request(self, request: httpx.Request) -> httpx.Response:
+        started = _invoke(self.recorder, request)
+        if started is None:
+            return await self.inner.handle_async_request(request)
+        f, op, fields = started
+        try:
+            response = await self.inner.handle_async_request(request)
+            await response.aread()
+        except httpx.HTTPError as exc:
+            self.recorder.record("unknown", f, op, **fields, error=type(exc).__name__)
+            raise
+        _complete(self.recorder, f, op, fields, response)
+        return response
+
+    async def aclose(self) -> None:
+        await self.inner.aclose()
 
 
 def write_events(path: Path, events: Iterable[Event]) -> None:

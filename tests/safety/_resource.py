@@ -46,7 +46,9 @@ class Store:
     def _connect(self) -> Any:
         if self._conn is None:
             if self.backend == "sqlite":
-                conn = sqlite3.connect(self.target, timeout=30, isolation_level=None)
+                conn = sqlite3.connect(
+                    self.target, timeout=30, isolation_level=None, check_same_thread=False
+                )
                 conn.execute("PRAGMA journal_mode=WAL")
                 self._conn = conn
             else:

@@ -130,9 +130,10 @@ def run(cfg: RunConfig) -> RunResult:
             work=cfg.work,
             naive_store="naive-store" in cfg.sabotage,
         )
-        cfg_path = out / "worker.json"
-        worker_cfg.dump(cfg_path)
         for i in range(cfg.processes):
+            cfg_path = out / f"worker-p{i}.json"
+            worker_cfg.first_index = i * cfg.threads_per_process
+            worker_cfg.dump(cfg_path)
             procs.append(
                 subprocess.Popen(
                     [sys.executable, "-m", "tests.safety._workload", str(cfg_path), f"p{i}"],
@@ -142,7 +143,13 @@ def run(cfg: RunConfig) -> RunResult:
                     stderr=subprocess.STDOUT,
                 )
             )
-        local_cfg = WorkerConfig(**{**vars(worker_cfg), "threads": cfg.threads})
+        local_cfg = WorkerConfig(
+            **{
+                **vars(worker_cfg),
+                "threads": cfg.threads,
+                "first_index": cfg.processes * cfg.threads_per_process,
+            }
+        )
         threads = run_threads(local_cfg, "m")
         admin = VolcanoClient(
             anon,

@@ -1,7 +1,8 @@
 """The workload: holders of Volcano locks doing fenced read-modify-write on a counter.
 
 A worker loops until its stop time (and at most ``max_rounds`` times): it picks a key, takes
-the lock (``with_lock``, or raw ``acquire``/``renew``/``release``), and does one to three
+the lock (``with_lock`` of the sync or the async client, or raw ``acquire``/``renew``/
+``release``), and does one to three
 increments of that key's counter (``_resource.Store``): claim and read, work a little, then
 verify and write. Before each step it looks at its ownership (``guard.lost``, or its own local
 deadline for raw holders) and records what it saw; a *reckless* worker writes anyway, so that
@@ -17,6 +18,7 @@ fault harness pauses those with SIGSTOP); ``run_threads`` runs the same workers 
 
 from __future__ import annotations
 
+import asyncio
 import contextlib
 import json
 import logging
@@ -32,10 +34,12 @@ from typing import Any
 
 import httpx
 
-from tests.safety._history import Recorder, RecordingTransport
+from tests.safety._history import AsyncRecordingTransport, Recorder, RecordingTransport
 from tests.safety._resource import Store, WriteUnknown
 from volcano_sdk import (
     AcquireOutcomeUnknownError,
+    AsyncLockGuard,
+    AsyncVolcanoClient,
     ConflictError,
     LockGuard,
     LockLease,
@@ -64,7 +68,8 @@ class WorkerConfig:
     wait: float = 2.0
     max_rounds: int = 10_000
     threads: int = 2
-    modes: list[str] = field(default_factory=lambda: ["guard", "raw"])
+    modes: list[str] = field(default_factory=lambda: ["guard", "raw", "async-guard"])
+    first_index: int = 0  # workers of all processes get consecutive indexes, hence modes
     reckless: float = 0.3  # chance that a round skips the ownership check before writing
     timeout: float = 3.0
     work: float = 0.15  # at most this long between the read and the write
@@ -105,7 +110,7 @@ class Worker:
             expires=lease.expires_at.isoformat(), mode=self.mode,
         )  # fmt: skip
 
-    def guard_ok(self, key: str, guard: LockGuard) -> bool:
+    def guard_ok(self, key: str, guard: LockGuard | AsyncLockGuard) -> bool:
         t0 = time.monotonic()
         lost = guard.lost  # read before the lease: a renewal in between only moves it later
         lease = guard.lease
@@ -178,6 +183,7 @@ class Worker:
         rounds = self.rng.randint(1, 3)
         try:
             with self.client.locks.with_lock(key, self.cfg.ttl, wait=self.cfg.wait) as guard:
+                self.settle()
                 lease = guard.lease
                 for _ in range(rounds):
                     if not self.guard_ok(key, guard):
@@ -213,6 +219,7 @@ class Worker:
         if lease is None:
             return
         deadline = started + ttl
+        self.settle()
         state = {"lease": lease, "deadline": deadline}
 
         def still_ours() -> bool:
@@ -235,13 +242,67 @@ class Worker:
                     pass  # unanswered: the old deadline still bounds us
         self.release(key, state["lease"])  # type: ignore[arg-type]
 
+    def settle(self) -> None:
+        """Sometimes a new holder takes a moment before it claims: a stale holder that does not
+        know yet (force-released, say) may still write then, legitimately."""
+        if self.rng.random() < 0.3:
+            time.sleep(self.rng.uniform(0.0, 0.4))
+
     def release(self, key: str, lease: LockLease) -> None:
         with contextlib.suppress(VolcanoError):  # the lease ends at its TTL anyway
             self.client.locks.release(key, lease)
 
+    async def round_async_guard(self, key: str) -> None:
+        """``round_guard`` with ``AsyncVolcanoClient``: the async guard renews in a task while
+        the blocking database work runs in a thread."""
+        rounds = self.rng.randint(1, 3)
+        try:
+            async with self.aclient.locks.with_lock(key, self.cfg.ttl, wait=self.cfg.wait) as guard:
+                await asyncio.to_thread(self.settle)
+                for _ in range(rounds):
+                    if not self.guard_ok(key, guard):  # type: ignore[arg-type]
+                        break
+                    ok = await asyncio.to_thread(
+                        self.increment, key, guard.lease, lambda: self.guard_ok(key, guard)
+                    )
+                    if not ok:
+                        break
+                    await asyncio.sleep(self.rng.uniform(0.0, 0.3))
+                self.guard_ok(key, guard)  # type: ignore[arg-type]
+        except LockLostError as exc:
+            self.rec.record("info", "guard-exit", key=key, lost=exc.reason.value)
+        except AcquireOutcomeUnknownError as err:
+            lease = await asyncio.to_thread(self.recover, key, err)
+            if lease is not None:
+                await asyncio.to_thread(self.release, key, lease)
+        except ConflictError:
+            pass
+        except VolcanoError:
+            await asyncio.sleep(0.2)
+
+    async def run_async(self, keys: list[str]) -> None:
+        self.aclient = AsyncVolcanoClient(
+            self.cfg.anon_key,
+            self.cfg.service_key,
+            self.cfg.api_url,
+            timeout=httpx.Timeout(self.cfg.timeout, connect=1.0),
+            transport=AsyncRecordingTransport(self.rec),
+        )
+        try:
+            for _ in range(self.cfg.max_rounds):
+                if time.monotonic() >= self.cfg.stop_at:
+                    break
+                await self.round_async_guard(self.rng.choice(keys))
+                await asyncio.sleep(self.rng.uniform(0.0, 0.2))
+        finally:
+            await self.aclient.close()
+
     def run(self) -> None:
         keys = sorted(self.cfg.resources)
         try:
+            if self.mode == "async-guard":
+                asyncio.run(self.run_async(keys))
+                return
             for _ in range(self.cfg.max_rounds):
                 if time.monotonic() >= self.cfg.stop_at:
                     break
@@ -267,7 +328,7 @@ def run_threads(cfg: WorkerConfig, prefix: str) -> list[threading.Thread]:
     """Starts ``cfg.threads`` workers as threads of this process; returns them, started."""
     threads = []
     for i in range(cfg.threads):
-        w = worker(cfg, f"{prefix}t{i}", i)
+        w = worker(cfg, f"{prefix}t{i}", cfg.first_index + i)
         t = threading.Thread(target=w.run, name=w.name, daemon=True)
         t.start()
         threads.append(t)

@@ -39,6 +39,11 @@ def report(result: RunResult) -> str:
     for f, outcomes in s["operations"].items():
         lines.append(f"  {f:<15}{json.dumps(outcomes, sort_keys=True)}")
     lines.append(f"increments       {s['increments_acknowledged']} acknowledged")
+    lines.append(
+        f"hard cases       {s['stale_holders_refused_by_resource']} stale holders refused by the "
+        f"resource, {s['writes_after_takeover_before_claim']} writes after a takeover but before "
+        f"the claim, {s['holders_that_saw_their_loss']} holders saw their loss"
+    )
     lines.append(f"faults           {json.dumps(s['faults'], sort_keys=True)}")
     lines.append(f"proxy            {json.dumps(s['proxy'], sort_keys=True)}")
     lines.append(f"ambiguous acq.   {json.dumps(s['ambiguous_acquisitions'], sort_keys=True)}")
