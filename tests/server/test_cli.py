@@ -148,3 +148,17 @@ def test_serve_runs_the_periodic_sweep(backend: str, new_database: Callable[[str
             assert time.monotonic() < deadline, "the sweep did not run"
             time.sleep(0.1)
     assert row == {"last_fence": fence, "token": None, "token_text": None, "expires_at": None}
+
+
+def test_unusable_sqlite_file_is_a_clear_error(tmp_path: Path) -> None:
+    (tmp_path / "junk.db").write_bytes(b"this is not a database" * 100)
+    done = run_cli("serve", "--database", f"sqlite:///{tmp_path}/junk.db", "--port", "1")
+    assert done.returncode == 1
+    assert "cannot open SQLite database" in done.stderr and "Traceback" not in done.stderr
+
+
+def test_unreachable_postgres_is_a_clear_error() -> None:
+    # Port 1 on loopback: nothing listens there, so the connection is refused at once.
+    done = run_cli("projects", "list", "--database", "postgresql://nobody@127.0.0.1:1/x")
+    assert done.returncode == 1
+    assert "cannot connect to PostgreSQL" in done.stderr and "Traceback" not in done.stderr

@@ -212,7 +212,10 @@ class SQLiteStore(Store):
         self._executor = ThreadPoolExecutor(1, thread_name_prefix="volcano-sqlite")
         loop = asyncio.get_running_loop()
         try:
-            self._conn = await loop.run_in_executor(self._executor, self._connect)
+            try:
+                self._conn = await loop.run_in_executor(self._executor, self._connect)
+            except (sqlite3.Error, OSError) as exc:  # unwritable folder, not a database, ...
+                raise StorageUnavailable(f"cannot open SQLite database {self.path}: {exc}") from exc
             await self._run(lambda c: self._migrate(c, schema_version or LATEST_VERSION))
         except BaseException:
             await self.close()
