@@ -1,0 +1,61 @@
+"""A recovered acquisition's local deadline must count from the first try, not the recovery.
+
+Found by the checker's ``guard-late`` rule. The service grants the lease when the first try
+arrives; its answer is lost (here: the proxy cuts every answer after the server processed the
+request), the SDK's single retry is cut too, and ``AcquireOutcomeUnknownError`` is raised. The
+caller recovers a moment later with the error's token and request id, as documented. The
+recovered lease's ``local_deadline`` is then measured from the *recovery* call, so it is later
+than the service's expiry by the whole recovery delay: a guard built on it says ``lost=False``
+while the service already considers the lock free.
+"""
+
+from __future__ import annotations
+
+import time
+
+import pytest
+
+from tests.safety._checker import check
+from tests.safety._history import Recorder, RecordingTransport
+from tests.safety._proxy import ChaosProxy, Odds
+from volcano_sdk import AcquireOutcomeUnknownError, VolcanoClient
+
+TTL = 5
+DELAY = 2.0
+
+
+@pytest.mark.xfail(
+    strict=True,
+    reason="SDK bug: a lease recovered after AcquireOutcomeUnknownError gets local_deadline = "
+    "recovery start + ttl instead of first try + ttl (reported; remove this mark once fixed)",
+)
+def test_recovered_lease_deadline_counts_from_the_first_try(sqlite_server) -> None:  # type: ignore[no-untyped-def]
+    rec = Recorder(None, "w")
+    proxy = ChaosProxy([("127.0.0.1", sqlite_server.process.port)]).start()
+    try:
+        proxy.odds = Odds(cut=1.0)
+        with VolcanoClient(
+            sqlite_server.anon_key,
+            sqlite_server.service_key,
+            proxy.url,
+            transport=RecordingTransport(rec),
+        ) as client:
+            key = f"recover-{time.monotonic_ns()}"
+            sent = time.monotonic()
+            with pytest.raises(AcquireOutcomeUnknownError) as info:
+                client.locks.acquire(key, TTL)
+            proxy.odds = Odds()
+            time.sleep(DELAY)
+            err = info.value
+            lease = client.locks.acquire(key, TTL, token=err.token, request_id=err.request_id)
+            now = time.monotonic()
+            rec.record(
+                "info", "observe", key=key, token=lease.token, fence=lease.fencing_token,
+                lost=now >= lease.local_deadline, t0=now, deadline=lease.local_deadline,
+                ttl=TTL, expires=lease.expires_at.isoformat(),
+            )  # fmt: skip
+            client.locks.release(key, lease)
+    finally:
+        proxy.stop()
+    assert check(rec.events) == []
+    assert lease.local_deadline <= sent + TTL
