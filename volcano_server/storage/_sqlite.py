@@ -56,6 +56,12 @@ __all__ = ["SQLiteStore"]
 T = TypeVar("T")
 
 BUSY_TIMEOUT_MS = 10_000
+_ROW_AND_SEEN = (
+    "SELECT l.last_fence, l.token, l.token_text, l.expires_at, i.fingerprint, i.status, i.body"
+    " FROM (SELECT 1) AS one"
+    " LEFT JOIN locks AS l ON l.project_id = ? AND l.key = ?"
+    " LEFT JOIN idempotency AS i ON i.project_id = ? AND i.request_id = ?"
+)
 # Bounds one transaction's length, and so how long the write lock is held for other processes.
 _MAX_BATCH = 64
 
@@ -162,9 +168,14 @@ class SQLiteStore(Store):
             closed = StorageUnavailable("the store is not open")
             return [(future, False, closed) for _, future in batch]
         results: list[tuple[asyncio.Future[Outcome], bool, object]] = []
+        # A batch of one needs no savepoint: if it fails, the whole transaction is rolled back.
+        isolate = len(batch) > 1
         try:
             conn.execute("BEGIN IMMEDIATE")
             for fn, future in batch:
+                if not isolate:
+                    results.append((future, True, fn(conn)))
+                    continue
                 conn.execute("SAVEPOINT op")
                 try:
                     results.append((future, True, fn(conn)))
@@ -305,16 +316,12 @@ class SQLiteStore(Store):
         m = mutation
 
         def tx(c: sqlite3.Connection) -> Outcome:
-            if m.dedup_id is not None:
-                seen = c.execute(
-                    "SELECT fingerprint, status, body FROM idempotency "
-                    "WHERE project_id = ? AND request_id = ?",
-                    (m.project_id, m.dedup_id),
-                ).fetchone()
-                if seen is not None:
-                    return _logic.replay(m, seen[0], seen[1], seen[2])
+            # The key's row and the request id's record in one query (the write lock is ours).
+            r = c.execute(_ROW_AND_SEEN, (m.project_id, m.key, m.project_id, m.dedup_id)).fetchone()
+            if r[4] is not None:
+                return _logic.replay(m, r[4], r[5], r[6])
+            row = None if r[0] is None else LockRow(r[0], r[1], r[2], _to_dt(r[3]))
             now_us = _now_us()
-            row = self._row(c, m.project_id, m.key)
             now = _to_dt(now_us)
             assert now is not None
             decision = _logic.decide(m, row, now)
