@@ -139,7 +139,11 @@ class _PrefixRoute(Route):
         self.prefix = prefix
 
     def matches(self, scope: Scope) -> tuple[Match, Scope]:
-        if scope["type"] == "http" and scope["path"].startswith(self.prefix):
+        path: str = scope.get("path", "")
+        root: str = scope.get("root_path", "")
+        if root and path.startswith(root):  # mounted under a prefix (uvicorn --root-path)
+            path = path[len(root) :]
+        if scope["type"] == "http" and path.startswith(self.prefix):
             return Match.FULL, {"endpoint": self.endpoint, "path_params": {}}
         return Match.NONE, {}
 
