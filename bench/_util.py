@@ -73,6 +73,7 @@ def run_threads(
                 cycle()
             except Exception:
                 errors[i] += 1
+                time.sleep(0.01)  # a dead server must not turn into a busy loop
                 continue
             if t0 >= state["measure_from"]:
                 mine.append(time.perf_counter() - t0)
@@ -116,7 +117,7 @@ async def arun_tasks(
                 await cycle()
             except Exception:
                 errors[i] += 1
-                await asyncio.sleep(0)
+                await asyncio.sleep(0.01)
                 continue
             if t0 >= state["measure_from"]:
                 mine.append(time.perf_counter() - t0)
@@ -219,6 +220,7 @@ def run_interleaved(
                     mine.append(t1 - t0)
                 except Exception:
                     errors[s.key] += 1
+                    time.sleep(0.01)  # a dead peer must not turn into a busy loop
                     t1 = time.perf_counter()
                 t0 = t1
             spent[s.key] += t0 - start

@@ -70,22 +70,31 @@ UPDATE bench_leases SET token = NULL, expires_at = NULL WHERE key = %(key)s AND 
 def postgres_setup(key: str, database_url: str) -> Setup:
     import psycopg
 
-    conn = psycopg.connect(database_url, autocommit=True)
-    conn.execute(PG_SCHEMA)
-    commit_mode = conn.execute("SHOW synchronous_commit").fetchone()
+    state = {"conn": psycopg.connect(database_url, autocommit=True)}
+    state["conn"].execute(PG_SCHEMA)
+    commit_mode = state["conn"].execute("SHOW synchronous_commit").fetchone()
     lock_key = f"pg-{key}"
 
     def cycle() -> None:
+        conn = state["conn"]
         token = uuid.uuid4()
-        row = conn.execute(PG_ACQUIRE, {"key": lock_key, "token": token, "ttl": TTL}).fetchone()
-        if row is None:
-            raise RuntimeError("held")
-        conn.execute(PG_RELEASE, {"key": lock_key, "token": token})
+        try:
+            row = conn.execute(PG_ACQUIRE, {"key": lock_key, "token": token, "ttl": TTL}).fetchone()
+            if row is None:
+                raise RuntimeError("held")
+            conn.execute(PG_RELEASE, {"key": lock_key, "token": token})
+        except psycopg.OperationalError:
+            # Another session restarts PostgreSQL now and then: reconnect, count the error.
+            if conn.closed or conn.broken:
+                conn.close()
+                state["conn"] = psycopg.connect(database_url, autocommit=True, connect_timeout=5)
+            raise
 
-    note = (
-        f"UPSERT + UPDATE, fence kept; synchronous_commit={commit_mode[0] if commit_mode else '?'}"
+    mode = commit_mode[0] if commit_mode else "?"
+    note = f"UPSERT + UPDATE, fence kept; synchronous_commit={mode}"
+    return Setup(
+        key, "PostgreSQL lease table, psycopg", GROUP, cycle, lambda: state["conn"].close(), note
     )
-    return Setup(key, "PostgreSQL lease table, psycopg", GROUP, cycle, conn.close, note)
 
 
 def _b64(text: str) -> str:
