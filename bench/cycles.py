@@ -7,7 +7,9 @@ bodies, a fresh request id each), so ``SDK / raw httpx`` is the SDK's own overhe
 from __future__ import annotations
 
 import asyncio
+import importlib.util
 import json
+import sys
 import uuid
 from collections.abc import Awaitable, Callable
 
@@ -126,6 +128,23 @@ def sdk_async_aiohttp(v: Volcano, tasks: int, seconds: float) -> Result:
         name = f"SDK async, {tasks} task{'s' * (tasks > 1)}{PROTO_LABEL}"
         return Result(name, v.backend, skipped="aiohttp not installed (pip install aiohttp)")
     return sdk_async(v, tasks, seconds, AiohttpTransport, PROTO_LABEL)
+
+
+SNIFFIO_LABEL = ", sniffio import failure cached (prototype)"
+
+
+def sdk_async_sniffio(v: Volcano, tasks: int, seconds: float) -> Result:
+    """PROTOTYPE: httpcore calls ``import sniffio`` on every lock it takes; without sniffio
+    installed each call is a failed import that rescans sys.path.  ``sys.modules["sniffio"] =
+    None`` makes that import fail at once, as an installed sniffio would make it succeed."""
+    name = f"SDK async, {tasks} task{'s' * (tasks > 1)}{SNIFFIO_LABEL}"
+    if importlib.util.find_spec("sniffio") is not None:
+        return Result(name, v.backend, skipped="sniffio is installed: nothing to prototype")
+    sys.modules["sniffio"] = None  # type: ignore[assignment]
+    try:
+        return sdk_async(v, tasks, seconds, label=SNIFFIO_LABEL)
+    finally:
+        del sys.modules["sniffio"]
 
 
 def _bodies(token: str) -> tuple[bytes, bytes]:

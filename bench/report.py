@@ -2,16 +2,21 @@
 
 from __future__ import annotations
 
+import dataclasses
+import json
+import tempfile
 from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING
 
 from ._util import Result
+from .profiles import Profile
 
 if TYPE_CHECKING:
     from .__main__ import Run
 
 ANALYSIS = Path(__file__).with_name("ANALYSIS.md")
+SAVED = Path(tempfile.gettempdir()) / "volcano-bench-last.json"
 
 # Display order of the cycle results: (key, group label).
 ROWS = [
@@ -26,6 +31,7 @@ ROWS = [
     ("sqlite.sdk_async16", "SQLite"),
     ("sqlite.sdk_async1_aiohttp", "SQLite"),
     ("sqlite.sdk_async16_aiohttp", "SQLite"),
+    ("sqlite.sdk_async16_sniffio", "SQLite"),
     ("sqlite.httpx_async16", "SQLite"),
     ("sqlite.aiohttp_async16", "SQLite"),
     ("pg.raw_sync", "PostgreSQL"),
@@ -184,6 +190,11 @@ COMPANIONS = [
         "pg.sdk_sync1",
     ),
     ("sync SDK 16 threads vs 1 thread (SQLite)", "sqlite.sdk_sync16", "sqlite.sdk_sync1"),
+    (
+        "async SDK 16 tasks, sniffio import failure cached (prototype), vs sync SDK 1 thread",
+        "sqlite.sdk_async16_sniffio",
+        "sqlite.sdk_sync1",
+    ),
     (
         "async SDK 1 task: aiohttp transport prototype vs httpx (SQLite)",
         "sqlite.sdk_async1_aiohttp",
@@ -475,3 +486,24 @@ def write(run: Run, meta: dict[str, object], docs: Path) -> None:
     docs.mkdir(exist_ok=True)
     (docs / "benchmarks.md").write_text(markdown(run, meta))
     plot(run, docs / "benchmarks.png")
+
+
+def save(run: Run, meta: dict[str, object], path: Path) -> None:
+    """The run's raw figures, so ``--render`` can rewrite docs/ after ANALYSIS.md changes."""
+    data = {
+        "meta": meta,
+        "results": {k: dataclasses.asdict(r) for k, r in run.results.items()},
+        "profiles": [dataclasses.asdict(p) for p in run.profiles],
+        "guards": run.guards,
+        "imports": run.imports,
+    }
+    path.write_text(json.dumps(data, indent=1))
+
+
+def load(path: Path, run: Run) -> tuple[Run, dict[str, object]]:
+    data = json.loads(path.read_text())
+    run.results = {k: Result(**r) for k, r in data["results"].items()}
+    run.profiles = [Profile(**p) for p in data["profiles"]]
+    run.guards = data["guards"]
+    run.imports = data["imports"]
+    return run, data["meta"]
