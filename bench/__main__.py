@@ -292,6 +292,10 @@ def _machine() -> str:
 
 
 def _revision() -> str:
+    given = os.environ.get("VOLCANO_BENCH_REVISION")  # set by scripts/bench --committed
+    if given:
+        return given
+
     def git(*args: str) -> str:
         done = subprocess.run(["git", *args], capture_output=True, text=True, cwd=ROOT, check=False)
         return done.stdout.strip()
