@@ -9,6 +9,7 @@ from __future__ import annotations
 import re
 import shutil
 import subprocess
+import sys
 import tempfile
 import threading
 from collections import Counter
@@ -32,7 +33,7 @@ class Profile:
 
 
 def py_spy() -> str | None:
-    here = Path(__file__).resolve().parent.parent / ".venv" / "bin" / "py-spy"
+    here = Path(sys.executable).parent / "py-spy"  # installed into the venv the bench runs in
     return str(here) if here.exists() else shutil.which("py-spy")
 
 
