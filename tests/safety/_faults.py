@@ -19,18 +19,20 @@ from __future__ import annotations
 import contextlib
 import os
 import random
+import shutil
 import signal
 import subprocess
 import threading
 import time
 from collections.abc import Callable, Sequence
+from urllib.parse import urlsplit
 
 from tests._server_process import ServerProcess
 from tests.safety._history import Recorder
 from tests.safety._proxy import ChaosProxy, Odds
 from volcano_sdk import VolcanoClient, VolcanoError
 
-__all__ = ["ALL_FAULTS", "Nemesis", "pg_ready", "restart_postgres"]
+__all__ = ["ALL_FAULTS", "Nemesis", "pg_ready", "pg_restart_available", "restart_postgres"]
 
 ALL_FAULTS = ("kill", "pg-restart", "proxy", "pause", "force")
 PG_READY_TIMEOUT = 60.0
@@ -50,12 +52,26 @@ def pg_ready(url: str, timeout: float = PG_READY_TIMEOUT) -> bool:
     return False
 
 
+def pg_restart_available(admin_url: str) -> str | None:
+    """Why the ``pg-restart`` fault cannot run here, or None if it can."""
+    host = urlsplit(admin_url).hostname
+    if host not in ("127.0.0.1", "localhost", "::1"):
+        return f"PostgreSQL is not on loopback ({host})"
+    if shutil.which("pg_ctlcluster") is None or not os.path.isdir("/etc/postgresql"):
+        return "pg_ctlcluster (Debian's postgresql-common) is not installed"
+    if os.geteuid() != 0:
+        return "restarting PostgreSQL needs root"
+    return None
+
+
 def restart_postgres(admin_url: str) -> None:
     """Restarts the local cluster and waits until it accepts connections again."""
     versions = sorted(os.listdir("/etc/postgresql"))
     cmd = ["pg_ctlcluster", "--skip-systemctl-redirect", versions[-1], "main", "restart"]
     try:
-        subprocess.run(cmd, check=False, capture_output=True, timeout=60)
+        done = subprocess.run(cmd, check=False, capture_output=True, timeout=60)
+        if done.returncode != 0:
+            raise RuntimeError(f"{' '.join(cmd)} failed: {done.stderr.decode(errors='replace')}")
     finally:
         if not pg_ready(admin_url):
             # Last resort: it must be up for whatever runs after us.

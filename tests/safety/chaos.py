@@ -19,7 +19,7 @@ import uuid
 from pathlib import Path
 from urllib.parse import urlsplit, urlunsplit
 
-from tests.safety._faults import ALL_FAULTS
+from tests.safety._faults import ALL_FAULTS, pg_restart_available
 from tests.safety._run import RunConfig, RunResult, run
 
 DEFAULT_PG_ADMIN_URL = "postgresql://postgres@127.0.0.1:5432/postgres"
@@ -75,6 +75,8 @@ def main(argv: list[str] | None = None) -> int:
 
     faults = () if args.faults == "none" else tuple(f for f in args.faults.split(",") if f)
     admin_url = os.environ.get("VOLCANO_TEST_POSTGRES_URL", DEFAULT_PG_ADMIN_URL)
+    if "pg-restart" in faults and (why_not := pg_restart_available(admin_url)) is not None:
+        parser.error(f"the pg-restart fault cannot run here: {why_not}")
     out = args.out or Path(tempfile.mkdtemp(prefix="volcano-chaos-"))
     import psycopg
 

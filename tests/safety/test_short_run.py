@@ -1,7 +1,8 @@
 """The short chaos run: every fault, a fixed seed, about 90 seconds; fails on any violation.
 
 Select it with ``-m slow`` (or skip it with ``-m "not slow"``). It needs PostgreSQL, restarts it
-once (waiting until it accepts connections again), and leaves the histories, ``summary.json``
+once when it can (loopback, root, ``pg_ctlcluster``), waiting until it accepts connections
+again, and leaves the histories, ``summary.json``
 and ``violations.txt`` in its ``tmp_path`` for a post-mortem. Set
 ``VOLCANO_SAFETY_PG_RESTART=0`` to leave PostgreSQL alone (e.g. while sharing it with other
 test runs); the long run (``scripts/chaos``, docs/safety.md) restarts it many times.
@@ -15,7 +16,7 @@ from pathlib import Path
 
 import pytest
 
-from tests.safety._faults import ALL_FAULTS
+from tests.safety._faults import ALL_FAULTS, pg_restart_available
 from tests.safety._run import RunConfig, run
 from tests.safety.chaos import report
 
@@ -30,7 +31,11 @@ def test_short_chaos_run_has_no_violation(
     pg_admin_url: str, new_database: Callable[[str], str], tmp_path: Path
 ) -> None:
     faults = ALL_FAULTS
+    why_not = pg_restart_available(pg_admin_url)
     if os.environ.get("VOLCANO_SAFETY_PG_RESTART", "1") == "0":
+        why_not = "VOLCANO_SAFETY_PG_RESTART=0"
+    if why_not is not None:
+        print(f"pg-restart left out: {why_not}")
         faults = tuple(f for f in ALL_FAULTS if f != "pg-restart")
     result = run(
         RunConfig(
