@@ -83,6 +83,14 @@ class WorkerConfig:
         return cls(**json.loads(path.read_text()))
 
 
+@dataclass
+class _Held:
+    """A raw holder's lease and its own local deadline (monotonic)."""
+
+    lease: LockLease
+    deadline: float
+
+
 class Worker:
     def __init__(self, cfg: WorkerConfig, name: str, mode: str, seed: int) -> None:
         self.cfg = cfg
@@ -218,29 +226,28 @@ class Worker:
             return
         if lease is None:
             return
-        deadline = started + ttl
+        held = _Held(lease, started + ttl)
         self.settle()
-        state = {"lease": lease, "deadline": deadline}
 
         def still_ours() -> bool:
             t0 = time.monotonic()
-            lost = t0 >= state["deadline"]  # type: ignore[operator]
-            self.observe(key, state["lease"], lost, t0, state["deadline"])  # type: ignore[arg-type]
+            lost = t0 >= held.deadline
+            self.observe(key, held.lease, lost, t0, held.deadline)
             return not lost
 
         for i in range(self.rng.randint(1, 3)):
-            if not still_ours() or not self.increment(key, state["lease"], still_ours):  # type: ignore[arg-type]
+            if not still_ours() or not self.increment(key, held.lease, still_ours):
                 break
             if i == 0 or self.rng.random() < 0.5:
                 renew_started = time.monotonic()
                 try:
-                    state["lease"] = locks.renew(key, state["lease"], ttl)  # type: ignore[arg-type]
-                    state["deadline"] = renew_started + ttl
+                    held.lease = locks.renew(key, held.lease, ttl)
+                    held.deadline = renew_started + ttl
                 except ConflictError:
                     break  # superseded or expired: stop
                 except VolcanoError:
                     pass  # unanswered: the old deadline still bounds us
-        self.release(key, state["lease"])  # type: ignore[arg-type]
+        self.release(key, held.lease)
 
     def settle(self) -> None:
         """Sometimes a new holder takes a moment before it claims: a stale holder that does not
@@ -260,7 +267,7 @@ class Worker:
             async with self.aclient.locks.with_lock(key, self.cfg.ttl, wait=self.cfg.wait) as guard:
                 await asyncio.to_thread(self.settle)
                 for _ in range(rounds):
-                    if not self.guard_ok(key, guard):  # type: ignore[arg-type]
+                    if not self.guard_ok(key, guard):
                         break
                     ok = await asyncio.to_thread(
                         self.increment, key, guard.lease, lambda: self.guard_ok(key, guard)
@@ -268,7 +275,7 @@ class Worker:
                     if not ok:
                         break
                     await asyncio.sleep(self.rng.uniform(0.0, 0.3))
-                self.guard_ok(key, guard)  # type: ignore[arg-type]
+                self.guard_ok(key, guard)
         except LockLostError as exc:
             self.rec.record("info", "guard-exit", key=key, lost=exc.reason.value)
         except AcquireOutcomeUnknownError as err:
