@@ -55,7 +55,11 @@ def report(result: RunResult) -> str:
 
 
 def main(argv: list[str] | None = None) -> int:
-    parser = argparse.ArgumentParser(prog="scripts/chaos", description=__doc__.split("\n")[0])
+    parser = argparse.ArgumentParser(
+        prog="scripts/chaos",
+        description="A chaos run against real servers and PostgreSQL: its figures, and exit "
+        "status 1 on any violation. See docs/safety.md.",
+    )
     parser.add_argument("--duration", type=float, default=120.0, help="seconds of workload")
     parser.add_argument("--seed", type=int, default=1)
     parser.add_argument(
@@ -75,6 +79,8 @@ def main(argv: list[str] | None = None) -> int:
 
     faults = () if args.faults == "none" else tuple(f for f in args.faults.split(",") if f)
     admin_url = os.environ.get("VOLCANO_TEST_POSTGRES_URL", DEFAULT_PG_ADMIN_URL)
+    if unknown := sorted(set(faults) - set(ALL_FAULTS)):
+        parser.error(f"unknown faults {unknown}; choose from {','.join(ALL_FAULTS)}")
     if "pg-restart" in faults and (why_not := pg_restart_available(admin_url)) is not None:
         parser.error(f"the pg-restart fault cannot run here: {why_not}")
     out = args.out or Path(tempfile.mkdtemp(prefix="volcano-chaos-"))
