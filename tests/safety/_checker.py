@@ -32,7 +32,8 @@ What is checked (the violation ``kind`` in brackets):
 5. Guards and local deadlines [guard-late]: an observation ``lost=False`` never comes at or
    after the guard's local deadline, nor more than ``NOTICE_SLACK`` after a renewal was
    refused, nor after an earlier ``lost=True`` (loss is final); and a local deadline is never
-   later than ``ttl`` after the first request that could have produced its lease was sent.
+   later than the service's expiry of the lease, mapped to the monotonic clock by the offset
+   that every acknowledged lease bounds (see ``_build_clock_map``).
 """
 
 from __future__ import annotations
@@ -51,6 +52,8 @@ __all__ = ["NOTICE_SLACK", "Violation", "check", "summarize"]
 # How long a guard may take, after a renewal came back 409, to report the loss. The SDK sets it
 # in the same thread right after the answer; this only absorbs scheduling on a loaded machine.
 NOTICE_SLACK = 1.0
+# The service-to-monotonic clock offset is estimated from the requests within 3 buckets.
+CLOCK_BUCKET = 10.0
 EPSILON = 1e-6
 
 WIRE = {"acquire", "renew", "release", "force_release", "get"}
@@ -422,10 +425,7 @@ class _Checker:
                 k = (op.get("key"), op.get("token"))
                 assert op.t_done is not None
                 refused[k] = min(refused.get(k, op.t_done), op.t_done)
-        # The requests that could have produced a lease with this expiry, by (key, token).
-        sources: dict[tuple[str, str], list[Op]] = defaultdict(list)
-        for op in self.by_f["acquire"] + self.by_f["renew"]:
-            sources[(op.get("key"), op.get("token"))].append(op)
+        self._build_clock_map()
         lost_at: dict[tuple[str, str], float] = {}
         for e in observations:
             key, token, t0 = e["key"], e["token"], float(e["t0"])
@@ -447,31 +447,42 @@ class _Checker:
                     "guard-late",
                     f"{where} said lost=False {t0 - refused[k]:.3f}s after a renewal was refused",
                 )
-            self._check_deadline(e, sources.get(k, []), where)
+            self._check_deadline(e, where)
 
-    def _check_deadline(self, e: Event, ops: list[Op], where: str) -> None:
-        expires = e.get("expires")
-        if expires is None:
+    def _build_clock_map(self) -> None:
+        """Lower bounds of (service clock - monotonic clock), per CLOCK_BUCKET seconds.
+
+        A lease answer says the service decided at ``expires - ttl`` (or later: a recovery or a
+        replay echoes an older lease), and it decided before the answer came back, so
+        ``offset >= expires - ttl - t_done``. The best of these over nearby requests is within
+        a round trip of the true offset; both clocks tick at one rate on one machine.
+        """
+        self.clock_lo: dict[int, float] = {}
+        for op in self.by_f["acquire"] + self.by_f["renew"]:
+            if op.type == "ok" and op.t_done is not None:
+                bound = _service_start(op) - op.t_done
+                bucket = int(op.t_done // CLOCK_BUCKET)
+                self.clock_lo[bucket] = max(self.clock_lo.get(bucket, bound), bound)
+
+    def _offset_lo(self, t: float) -> float | None:
+        b = int(t // CLOCK_BUCKET)
+        near = [self.clock_lo[i] for i in range(b - 3, b + 4) if i in self.clock_lo]
+        return max(near) if near else None
+
+    def _check_deadline(self, e: Event, where: str) -> None:
+        """The local deadline is never later than the service's expiry, on the monotonic clock."""
+        if e.get("expires") is None:
             return
-        ttl = int(e["ttl"])
-        sent: list[float] = []
-        acquires = [op for op in ops if op.f == "acquire"]
-        expiry = parse_time(expires)
-
-        def produced(op: Op) -> bool:
-            return op.type == "ok" and parse_time(op.get("expires")) == expiry
-
-        if any(produced(op) for op in acquires):
-            # Granted by any try of a request id the service did not refuse (its tries share
-            # the answer), so by the first such try at the earliest.
-            refused = {op.get("rid") for op in acquires if op.type == "fail"}
-            sent += [op.t_invoke for op in acquires if op.get("rid") not in refused]
-        sent += [op.t_invoke for op in ops if op.f == "renew" and produced(op)]
-        if sent and float(e["deadline"]) > min(sent) + ttl + EPSILON:
+        offset_lo = self._offset_lo(float(e["t0"]))
+        if offset_lo is None:
+            return
+        latest = parse_time(e["expires"]) - offset_lo  # the service's expiry at the latest
+        deadline = float(e["deadline"])
+        if deadline > latest + EPSILON:
             self.flag(
                 "guard-late",
-                f"{where}: local deadline {float(e['deadline']) - min(sent) - ttl:.3f}s later "
-                "than ttl after the request that produced its lease was sent",
+                f"{where}: local deadline {deadline - latest:.3f}s later than the service's "
+                "expiry of its lease",
             )
 
     def run(self) -> list[Violation]:

@@ -2,6 +2,7 @@
 
     scripts/chaos --duration 600 --seed 7
     scripts/chaos --duration 60 --faults kill,proxy --replicas 2
+    scripts/chaos --recheck /tmp/volcano-chaos-xyz   # the checker alone, on a kept history
 
 It makes two fresh PostgreSQL databases (lock service, protected counters) on the server named
 by ``VOLCANO_TEST_POSTGRES_URL`` (default ``postgresql://postgres@127.0.0.1:5432/postgres``),
@@ -19,7 +20,9 @@ import uuid
 from pathlib import Path
 from urllib.parse import urlsplit, urlunsplit
 
+from tests.safety._checker import check, summarize
 from tests.safety._faults import ALL_FAULTS, pg_restart_available
+from tests.safety._history import load
 from tests.safety._run import RunConfig, RunResult, run
 
 DEFAULT_PG_ADMIN_URL = "postgresql://postgres@127.0.0.1:5432/postgres"
@@ -54,6 +57,20 @@ def report(result: RunResult) -> str:
     return "\n".join(lines)
 
 
+def recheck(path: Path) -> int:
+    """Checks a recorded history again (after a checker change, or for a post-mortem)."""
+    if path.is_dir():
+        path = path / "history.jsonl"
+    events = load([path])
+    violations = check(events)
+    figures = summarize(events)
+    print(json.dumps({k: v for k, v in figures.items() if k != "operations"}, indent=1))
+    print(f"violations       {len(violations)}")
+    for v in violations[:50]:
+        print(f"  {v}")
+    return 1 if violations else 0
+
+
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(
         prog="scripts/chaos",
@@ -75,7 +92,16 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--max-pg-restarts", type=int, default=1_000_000)
     parser.add_argument("--out", type=Path, default=None, help="where histories go")
     parser.add_argument("--keep", action="store_true", help="keep the databases")
+    parser.add_argument(
+        "--recheck",
+        type=Path,
+        default=None,
+        metavar="HISTORY",
+        help="only run the checker on a history (history.jsonl or a run's --out folder)",
+    )
     args = parser.parse_args(argv)
+    if args.recheck is not None:
+        return recheck(args.recheck)
 
     faults = () if args.faults == "none" else tuple(f for f in args.faults.split(",") if f)
     admin_url = os.environ.get("VOLCANO_TEST_POSTGRES_URL", DEFAULT_PG_ADMIN_URL)
