@@ -61,6 +61,7 @@ class RunConfig:
     # forges grants that reuse a fence), "naive-store" (no claim before the read).
     sabotage: tuple[str, ...] = ()
     reckless: float = 0.3
+    adopt_recovered: bool = False
     work: float = 0.15
 
 
@@ -129,6 +130,7 @@ def run(cfg: RunConfig) -> RunResult:
             reckless=cfg.reckless,
             work=cfg.work,
             naive_store="naive-store" in cfg.sabotage,
+            adopt_recovered=cfg.adopt_recovered,
         )
         for i in range(cfg.processes):
             cfg_path = out / f"worker-p{i}.json"
@@ -229,6 +231,7 @@ def run(cfg: RunConfig) -> RunResult:
         "worker_threads": cfg.threads,
         "keys": cfg.keys,
         "ttl_s": cfg.ttl,
+        "adopt_recovered": cfg.adopt_recovered,
     }
     result = RunResult(violations, summary, harness_errors, time.monotonic() - began)
     summary["wall_s"] = round(result.wall_s, 1)

@@ -9,8 +9,10 @@ deadline for raw holders) and records what it saw; a *reckless* worker writes an
 the resource's fence is the only thing between a stale holder and the data.
 
 An acquisition whose outcome is unknown (``AcquireOutcomeUnknownError``) is recovered with the
-error's token and request id; a raw holder then uses the lease it recovered, a guard holder
-releases it (the guard cannot adopt a lease it did not acquire itself).
+error's token and request id; a raw holder then uses the lease it recovered; a guard holder
+releases it, or with ``adopt_recovered`` enters ``with_lock(token=..., request_id=...)`` and
+keeps it (the documented recovery, which needs the SDK to count the recovered lease's local
+deadline from the original grant).
 
 Run as ``python -m tests.safety._workload CONFIG.json NAME`` for a worker *process* (the
 fault harness pauses those with SIGSTOP); ``run_threads`` runs the same workers as threads.
@@ -74,6 +76,9 @@ class WorkerConfig:
     timeout: float = 3.0
     work: float = 0.15  # at most this long between the read and the write
     naive_store: bool = False  # sabotage: see _resource.Store
+    # Guards recover an ambiguous acquisition by entering with_lock again with the error's
+    # token and request id, and keep the lease (needs the SDK's recovered-deadline fix).
+    adopt_recovered: bool = False
 
     def dump(self, path: Path) -> None:
         path.write_text(json.dumps(asdict(self)))
@@ -105,6 +110,7 @@ class Worker:
             timeout=httpx.Timeout(cfg.timeout, connect=1.0),
             transport=RecordingTransport(self.rec),
         )
+        self.recovering = 0  # attempts of the guard recovery under way
         self.stores = {
             key: Store(b, t, naive=cfg.naive_store) for key, (b, t) in cfg.resources.items()
         }
@@ -187,30 +193,47 @@ class Worker:
 
     # -- the two kinds of holder ---------------------------------------------------------------
 
-    def round_guard(self, key: str) -> None:
+    def round_guard(self, key: str, unknown: AcquireOutcomeUnknownError | None = None) -> None:
         rounds = self.rng.randint(1, 3)
+        token = None if unknown is None else unknown.token
+        rid = None if unknown is None else unknown.request_id
+        wait = self.cfg.wait if unknown is None else None
         try:
-            with self.client.locks.with_lock(key, self.cfg.ttl, wait=self.cfg.wait) as guard:
+            with self.client.locks.with_lock(
+                key, self.cfg.ttl, token=token, request_id=rid, wait=wait
+            ) as guard:
+                self.recovered(key, unknown, "granted")
                 self.settle()
-                lease = guard.lease
                 for _ in range(rounds):
                     if not self.guard_ok(key, guard):
                         break
-                    lease = guard.lease
-                    if not self.increment(key, lease, lambda: self.guard_ok(key, guard)):
+                    if not self.increment(key, guard.lease, lambda: self.guard_ok(key, guard)):
                         break
                     time.sleep(self.rng.uniform(0.0, 0.3))
                 self.guard_ok(key, guard)
         except LockLostError as exc:
             self.rec.record("info", "guard-exit", key=key, lost=exc.reason.value)
         except AcquireOutcomeUnknownError as err:
+            if self.cfg.adopt_recovered:
+                if unknown is None or self.recovering < 3:
+                    self.recovering = 1 if unknown is None else self.recovering + 1
+                    time.sleep(0.2 * self.recovering)
+                    self.round_guard(key, err)
+                else:
+                    self.recovered(key, unknown, "unresolved")
+                return
             lease = self.recover(key, err)
             if lease is not None:
                 self.release(key, lease)
         except ConflictError:
-            pass  # still held by another after `wait`
+            self.recovered(key, unknown, "refused")  # or still held by another after `wait`
         except VolcanoError:
             time.sleep(0.2)
+
+    def recovered(self, key: str, unknown: AcquireOutcomeUnknownError | None, outcome: str) -> None:
+        """Records how a guard's recovery of an ambiguous acquisition ended (if it was one)."""
+        if unknown is not None:
+            self.rec.record("info", "recover", key=key, token=unknown.token, outcome=outcome)
 
     def round_raw(self, key: str) -> None:
         ttl, locks = self.cfg.ttl, self.client.locks
@@ -259,12 +282,20 @@ class Worker:
         with contextlib.suppress(VolcanoError):  # the lease ends at its TTL anyway
             self.client.locks.release(key, lease)
 
-    async def round_async_guard(self, key: str) -> None:
+    async def round_async_guard(
+        self, key: str, unknown: AcquireOutcomeUnknownError | None = None
+    ) -> None:
         """``round_guard`` with ``AsyncVolcanoClient``: the async guard renews in a task while
         the blocking database work runs in a thread."""
         rounds = self.rng.randint(1, 3)
+        token = None if unknown is None else unknown.token
+        rid = None if unknown is None else unknown.request_id
+        wait = self.cfg.wait if unknown is None else None
         try:
-            async with self.aclient.locks.with_lock(key, self.cfg.ttl, wait=self.cfg.wait) as guard:
+            async with self.aclient.locks.with_lock(
+                key, self.cfg.ttl, token=token, request_id=rid, wait=wait
+            ) as guard:
+                self.recovered(key, unknown, "granted")
                 await asyncio.to_thread(self.settle)
                 for _ in range(rounds):
                     if not self.guard_ok(key, guard):
@@ -279,11 +310,19 @@ class Worker:
         except LockLostError as exc:
             self.rec.record("info", "guard-exit", key=key, lost=exc.reason.value)
         except AcquireOutcomeUnknownError as err:
+            if self.cfg.adopt_recovered:
+                if unknown is None or self.recovering < 3:
+                    self.recovering = 1 if unknown is None else self.recovering + 1
+                    await asyncio.sleep(0.2 * self.recovering)
+                    await self.round_async_guard(key, err)
+                else:
+                    self.recovered(key, unknown, "unresolved")
+                return
             lease = await asyncio.to_thread(self.recover, key, err)
             if lease is not None:
                 await asyncio.to_thread(self.release, key, lease)
         except ConflictError:
-            pass
+            self.recovered(key, unknown, "refused")
         except VolcanoError:
             await asyncio.sleep(0.2)
 

@@ -90,6 +90,12 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--threads", type=int, default=2, help="worker threads in this process")
     parser.add_argument("--keys", type=int, default=3)
     parser.add_argument("--max-pg-restarts", type=int, default=1_000_000)
+    parser.add_argument(
+        "--adopt-recovered",
+        action="store_true",
+        help="guards recover an ambiguous acquisition with with_lock(token=, request_id=) "
+        "and keep the lease (default: they release it)",
+    )
     parser.add_argument("--out", type=Path, default=None, help="where histories go")
     parser.add_argument("--keep", action="store_true", help="keep the databases")
     parser.add_argument(
@@ -132,6 +138,7 @@ def main(argv: list[str] | None = None) -> int:
                 threads=args.threads,
                 keys=args.keys,
                 max_pg_restarts=args.max_pg_restarts,
+                adopt_recovered=args.adopt_recovered,
             )
         )
     finally:
