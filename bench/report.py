@@ -281,8 +281,12 @@ def markdown(run: Run, meta: dict[str, object]) -> str:
         "",
         f"- Run: {meta['date']}, {meta['machine']}, {float(meta['elapsed_s']):.0f} s in all.",
         f"- Load average (1 min) of the machine, shared with other sessions: {meta['load']}.",
-        f"- Code: {meta['revision']} (the working tree as it was, uncommitted changes of "
-        "other sessions included).",
+        f"- Code: {meta['revision']}"
+        + (
+            " (exported to a temporary folder by `scripts/bench --committed`)."
+            if str(meta["revision"]).endswith("as committed")
+            else " (the working tree as it was, other sessions' uncommitted changes included)."
+        ),
         "- Method: a cycle is one acquire plus one release of a key owned by that thread or "
         "task (no contention); latency is per cycle. All one-thread sync setups (the ceiling, "
         "raw httpx, the sync SDK, the peers) run on one thread in turns of 0.25 s until each has "
