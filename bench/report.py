@@ -480,7 +480,7 @@ def plot(run: Run, path: Path) -> None:
             fontsize=8,
         )
         ax2.set_yscale("log")
-        ax2.set_title("with_lock guards: renewal demand vs done")
+        ax2.set_title("with_lock guards: renewals/s needed vs done", fontsize=10)
         ax2.legend(fontsize=8)
     fig.savefig(path, dpi=110)
     plt.close(fig)
