@@ -134,6 +134,8 @@ class _LeaseBody(Protocol):
     def fencing_token(self) -> int: ...
     @property
     def expires_at(self) -> datetime.datetime: ...
+    @property
+    def expires_in_ms(self) -> int: ...
 
 
 class _StateBody(Protocol):
@@ -270,6 +272,10 @@ def _parsed(reply: Reply, request: Request) -> object:
 
 
 def _lease_from(body: _LeaseBody, *, sent_token: str, ttl: int, started: float) -> LockLease:
+    # The service measured what is left after this call was first sent, so started + left is
+    # never later than the real expiry; it is shorter than the TTL when an acquisition
+    # recovered a lease granted earlier. No wall clock is involved.
+    left = min(float(ttl), max(0, int(body.expires_in_ms)) / 1000)
     return LockLease(
         key=body.key,
         # The caller's exact spelling, even if a proxy or server changed its case on the way.
@@ -277,7 +283,7 @@ def _lease_from(body: _LeaseBody, *, sent_token: str, ttl: int, started: float) 
         expires_at=_utc(body.expires_at),
         fencing_token=int(body.fencing_token),
         ttl=ttl,
-        local_deadline=started + ttl,
+        local_deadline=started + left,
     )
 
 

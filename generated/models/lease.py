@@ -20,6 +20,13 @@ class Lease:
     """ Strictly increasing per key across every ownership period; kept by renewal. """
     expires_at: datetime.datetime
     """ When the lease expires by the database's clock (UTC). """
+    expires_in_ms: int
+    """ Milliseconds from the database's now to `expires_at` when this answer was made
+    (a replayed answer is recomputed; 0 once the lease has expired). A client that adds
+    it to the monotonic time at which it first sent the request gets a local deadline
+    that is never later than the real expiry, even when an acquisition recovered a lease
+    granted earlier, without trusting any wall clock.
+     """
     additional_properties: dict[str, Any] = _attrs_field(init=False, factory=dict)
 
     def to_dict(self) -> dict[str, Any]:
@@ -31,6 +38,8 @@ class Lease:
 
         expires_at = self.expires_at.isoformat()
 
+        expires_in_ms = self.expires_in_ms
+
         field_dict: dict[str, Any] = {}
         field_dict.update(self.additional_properties)
         field_dict.update(
@@ -39,6 +48,7 @@ class Lease:
                 "token": token,
                 "fencing_token": fencing_token,
                 "expires_at": expires_at,
+                "expires_in_ms": expires_in_ms,
             }
         )
 
@@ -55,11 +65,14 @@ class Lease:
 
         expires_at = datetime.datetime.fromisoformat(d.pop("expires_at"))
 
+        expires_in_ms = d.pop("expires_in_ms")
+
         lease = cls(
             key=key,
             token=token,
             fencing_token=fencing_token,
             expires_at=expires_at,
+            expires_in_ms=expires_in_ms,
         )
 
         lease.additional_properties = d

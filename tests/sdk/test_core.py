@@ -46,8 +46,14 @@ REQUEST_ID = "0f8fad5b-d9cb-469f-a165-70867728950e"
 EXPIRY = datetime.datetime(2026, 11, 29, 12, 0, 30, tzinfo=datetime.UTC)
 
 
-def lease_reply(token: str = TOKEN.lower(), fence: int = 7) -> Reply:
-    body = Lease(key="daily-report", token=token, fencing_token=fence, expires_at=EXPIRY)
+def lease_reply(token: str = TOKEN.lower(), fence: int = 7, left_ms: int = 30_000) -> Reply:
+    body = Lease(
+        key="daily-report",
+        token=token,
+        fencing_token=fence,
+        expires_at=EXPIRY,
+        expires_in_ms=left_ms,
+    )
     return Reply(200, {}, json.dumps(body.to_dict()).encode(), parsed=body)
 
 
@@ -98,6 +104,13 @@ def test_acquire_builds_an_immutable_lease_with_the_callers_spelling() -> None:
     assert steps == [Request(Operation.ACQUIRE, "daily-report", REQUEST_ID, token=TOKEN, ttl=30)]
     with pytest.raises(AttributeError):
         lease.fencing_token = 8  # type: ignore[misc]
+
+
+def test_recovered_lease_gets_the_time_left_not_the_ttl() -> None:
+    lease, _ = acquire([lease_reply(left_ms=4_500)])
+    assert lease.local_deadline == 100.0 + 4.5
+    lease, _ = acquire([lease_reply(left_ms=90_000)])  # never more than the TTL asked for
+    assert lease.local_deadline == 100.0 + 30
 
 
 def test_acquire_generates_uuid4_strings_when_none_given() -> None:
@@ -235,7 +248,7 @@ def test_renew_returns_a_new_lease_and_keeps_the_old_one() -> None:
     old, _ = acquire([lease_reply()])
     new, steps = drive(
         renew_flow("daily-report", old, 60, request_id=None, clock=lambda: 150.0),
-        [lease_reply()],
+        [lease_reply(left_ms=60_000)],
     )
     assert new is not old and old.local_deadline == 130.0 and new.local_deadline == 210.0
     assert steps[0].token == TOKEN and steps[0].ttl == 60  # type: ignore[attr-defined]

@@ -10,7 +10,12 @@ from urllib.parse import quote
 
 import httpx
 
-__all__ = ["Api", "RawResponse", "lock_path", "new_key", "new_token", "raw_request"]
+__all__ = ["Api", "RawResponse", "lock_path", "new_key", "new_token", "raw_request", "stable"]
+
+
+def stable(body: dict[str, object]) -> dict[str, object]:
+    """A lease body without `expires_in_ms`, which every answer (replays too) computes afresh."""
+    return {k: v for k, v in body.items() if k != "expires_in_ms"}
 
 
 def new_token() -> str:

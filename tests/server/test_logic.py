@@ -39,6 +39,7 @@ def test_acquire_writes_next_fence_and_expiry_from_now() -> None:
         "token": T,
         "fencing_token": 1,
         "expires_at": "2026-11-29T12:00:05.123456+00:00",
+        "expires_in_ms": 5000,
     }
 
 
@@ -70,14 +71,30 @@ def test_conflict_body_names_the_request_and_hides_the_token() -> None:
 
 def test_replay_and_reuse() -> None:
     first = _m("acquire", rid="R")
-    assert replay(first, first.fingerprint, 200, '{"a": 1}').body == {"a": 1}
+    assert replay(first, first.fingerprint, 200, '{"a": 1}', NOW).body == {"a": 1}
     again = _m("acquire", T.lower(), rid="r")  # other spellings, same call
     assert again.fingerprint == first.fingerprint
     stored = '{"error": {"code": "lock_held", "message": "m", "request_id": "R"}}'
-    assert replay(again, first.fingerprint, 409, stored).body["error"]["request_id"] == "r"
+    assert replay(again, first.fingerprint, 409, stored, NOW).body["error"]["request_id"] == "r"
     other = _m("acquire", ttl=31, rid="R")
-    out = replay(other, first.fingerprint, 200, "{}")
+    out = replay(other, first.fingerprint, 200, "{}", NOW)
     assert out.status == 422 and out.body["error"]["code"] == "idempotency_key_reused"
+
+
+def test_leases_tell_the_time_left_and_replays_recompute_it() -> None:
+    m = _m("acquire", T.upper(), rid="R")
+    body = decide(m, None, NOW).outcome.body
+    assert body["expires_in_ms"] == m.ttl * 1000 and body["token"] == T.upper()
+    again = decide(_m("acquire", T.lower()), _held(until=NOW + timedelta(seconds=4)), NOW)
+    assert again.outcome.body["expires_in_ms"] == 4000  # recovered: what is left, not the TTL
+    assert again.outcome.body["token"] == T.lower()  # the spelling this request sent
+    import json
+
+    stored = json.dumps(body)
+    later = replay(m, m.fingerprint, 200, stored, NOW + timedelta(seconds=m.ttl - 1.5))
+    assert later.body["expires_in_ms"] == 1500
+    gone = replay(m, m.fingerprint, 200, stored, NOW + timedelta(seconds=m.ttl + 9))
+    assert gone.body["expires_in_ms"] == 0
 
 
 def test_format_time_is_utc_with_offset_and_microseconds() -> None:

@@ -7,7 +7,7 @@ from datetime import UTC, datetime, timedelta
 
 import pytest
 
-from tests.server._api import Api, new_key, new_token
+from tests.server._api import Api, new_key, new_token, stable
 from tests.server._db import backdate, lock_row
 
 
@@ -34,7 +34,7 @@ def test_acquire_free_key_starts_first_period(api: Api) -> None:
     assert expires.utcoffset() == timedelta(0)
     # db_now + ttl; the database runs on this machine, so its clock is ours (within slack).
     assert before + timedelta(seconds=29) < expires < before + timedelta(seconds=32)
-    assert set(body) == {"key", "token", "fencing_token", "expires_at"}
+    assert set(body) == {"key", "token", "fencing_token", "expires_at", "expires_in_ms"}
 
 
 def test_acquire_held_by_other_conflicts_and_reveals_expiry_not_token(api: Api) -> None:
@@ -53,20 +53,21 @@ def test_acquire_same_token_returns_current_lease_unchanged(api: Api) -> None:
     first = api.acquire(key, token, ttl=30).json()
     again = api.acquire(key, token, ttl=600)
     assert again.status_code == 200
-    assert again.json() == first  # the repeat's TTL is not applied
+    assert stable(again.json()) == stable(first)  # the repeat's TTL is not applied
+    assert again.json()["expires_in_ms"] <= first["expires_in_ms"] <= 30_000
 
 
-def test_token_compared_by_uuid_value_and_acquiring_spelling_echoed(api: Api) -> None:
+def test_token_compared_by_uuid_value_and_received_spelling_echoed(api: Api) -> None:
     key = new_key()
     token = new_token().upper()
     first = api.acquire(key, token)
     assert first.json()["token"] == token
-    again = api.acquire(key, token.lower())
+    again = api.acquire(key, token.lower())  # the same owner, spelled otherwise
     assert again.status_code == 200
-    assert again.json() == first.json()
+    assert stable(again.json()) == {**stable(first.json()), "token": token.lower()}
     renewed = api.renew(key, token.lower(), ttl=40)
     assert renewed.status_code == 200
-    assert renewed.json()["token"] == token
+    assert renewed.json()["token"] == token.lower()  # DESIGN 4: the spelling it received
     assert api.release(key, token.lower()).json()["released"] is True
 
 

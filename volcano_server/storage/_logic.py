@@ -27,15 +27,21 @@ def format_time(value: datetime) -> str:
     return value.astimezone(UTC).isoformat(timespec="microseconds")
 
 
-def _lease(key: str, row: LockRow) -> Outcome:
+def _expires_in_ms(expires_at: datetime, now: datetime) -> int:
+    return max(0, (expires_at - now) // timedelta(milliseconds=1))
+
+
+def _lease(m: Mutation, row: LockRow, now: datetime) -> Outcome:
     assert row.expires_at is not None
     return Outcome(
         200,
         {
-            "key": key,
-            "token": row.token_text,
+            "key": m.key,
+            # Tokens compare by UUID value, but each answer echoes the spelling it received.
+            "token": m.token_text,
             "fencing_token": row.last_fence,
             "expires_at": format_time(row.expires_at),
+            "expires_in_ms": _expires_in_ms(row.expires_at, now),
         },
     )
 
@@ -67,7 +73,7 @@ def decide(m: Mutation, row: LockRow | None, now: datetime) -> Decision:
         if row is not None and _held(row, now):
             if row.token == m.token:
                 # Recovery of an uncertain acquisition: the current lease, TTL not applied.
-                return Decision(None, _lease(key, row))
+                return Decision(None, _lease(m, row, now))
             assert row.expires_at is not None
             return Decision(
                 None,
@@ -80,7 +86,7 @@ def decide(m: Mutation, row: LockRow | None, now: datetime) -> Decision:
             )
         fence = (row.last_fence if row is not None else 0) + 1
         new = LockRow(fence, m.token, m.token_text, now + timedelta(seconds=m.ttl))
-        return Decision(new, _lease(key, new))
+        return Decision(new, _lease(m, new, now))
 
     if m.op == "renew":
         assert m.ttl is not None
@@ -90,7 +96,7 @@ def decide(m: Mutation, row: LockRow | None, now: datetime) -> Decision:
             # An expired lease is never resurrected, even when nobody took the lock since.
             return Decision(None, _conflict(m, "lease_expired", "the lease has expired"))
         new = LockRow(row.last_fence, row.token, row.token_text, now + timedelta(seconds=m.ttl))
-        return Decision(new, _lease(key, new))
+        return Decision(new, _lease(m, new, now))
 
     if m.op == "release":
         if row is not None and row.token is not None and row.token == m.token:
@@ -115,8 +121,13 @@ def state_of(row: LockRow | None, now: datetime) -> LockState:
     return LockState(held, row.expires_at if held else None, row.last_fence or None)
 
 
-def replay(m: Mutation, fingerprint: str, status: int, body_json: str) -> Outcome:
-    """The answer to a request id seen before: the stored response, or 422 when reused."""
+def replay(m: Mutation, fingerprint: str, status: int, body_json: str, now: datetime) -> Outcome:
+    """The answer to a request id seen before: the stored response, or 422 when reused.
+
+    A replayed lease's `expires_in_ms` is recomputed against `now`: the stored figure was true
+    when first answered, and a client building its local deadline from a replay must not be
+    told more time than is left.
+    """
     if fingerprint != m.fingerprint:
         return Outcome(
             422,
@@ -131,4 +142,7 @@ def replay(m: Mutation, fingerprint: str, status: int, body_json: str) -> Outcom
     body: dict[str, Any] = json.loads(body_json)
     if isinstance(body.get("error"), dict):
         body["error"]["request_id"] = m.response_request_id
+    if "expires_in_ms" in body:
+        expires_at = datetime.fromisoformat(body["expires_at"])
+        body["expires_in_ms"] = _expires_in_ms(expires_at, now)
     return Outcome(status, body)

@@ -275,7 +275,7 @@ class PostgresStore(Store):
             seen, now = r["seen"], r["now"]
         if seen is not None:
             fingerprint, status, body = json.loads(seen)
-            return _logic.replay(m, fingerprint, status, body)
+            return _logic.replay(m, fingerprint, status, body, now)
 
         decision = _logic.decide(m, row, now)
         w, out = decision.write, decision.outcome

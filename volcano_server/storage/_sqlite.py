@@ -318,12 +318,12 @@ class SQLiteStore(Store):
         def tx(c: sqlite3.Connection) -> Outcome:
             # The key's row and the request id's record in one query (the write lock is ours).
             r = c.execute(_ROW_AND_SEEN, (m.project_id, m.key, m.project_id, m.dedup_id)).fetchone()
-            if r[4] is not None:
-                return _logic.replay(m, r[4], r[5], r[6])
-            row = None if r[0] is None else LockRow(r[0], r[1], r[2], _to_dt(r[3]))
             now_us = _now_us()
             now = _to_dt(now_us)
             assert now is not None
+            if r[4] is not None:
+                return _logic.replay(m, r[4], r[5], r[6], now)
+            row = None if r[0] is None else LockRow(r[0], r[1], r[2], _to_dt(r[3]))
             decision = _logic.decide(m, row, now)
             w = decision.write
             if w is not None:

@@ -109,7 +109,8 @@ def sync_detailed(
      Free (no lease, or the lease expired by the database's clock): starts a new ownership
     period with the next fencing token and `expires_at = database now + ttl`. Held by the same
     ownership token: returns the current lease unchanged (recovery of an uncertain
-    acquisition; the TTL of the repeat is not applied). Held by another token: 409
+    acquisition; the TTL of the repeat is not applied; `expires_in_ms` tells how much of
+    it is left). Held by another token: 409
     `lock_held`, whose body tells when the current lease expires, never its token.
 
     Args:
@@ -151,7 +152,8 @@ def sync(
      Free (no lease, or the lease expired by the database's clock): starts a new ownership
     period with the next fencing token and `expires_at = database now + ttl`. Held by the same
     ownership token: returns the current lease unchanged (recovery of an uncertain
-    acquisition; the TTL of the repeat is not applied). Held by another token: 409
+    acquisition; the TTL of the repeat is not applied; `expires_in_ms` tells how much of
+    it is left). Held by another token: 409
     `lock_held`, whose body tells when the current lease expires, never its token.
 
     Args:
@@ -188,7 +190,8 @@ async def asyncio_detailed(
      Free (no lease, or the lease expired by the database's clock): starts a new ownership
     period with the next fencing token and `expires_at = database now + ttl`. Held by the same
     ownership token: returns the current lease unchanged (recovery of an uncertain
-    acquisition; the TTL of the repeat is not applied). Held by another token: 409
+    acquisition; the TTL of the repeat is not applied; `expires_in_ms` tells how much of
+    it is left). Held by another token: 409
     `lock_held`, whose body tells when the current lease expires, never its token.
 
     Args:
@@ -228,7 +231,8 @@ async def asyncio(
      Free (no lease, or the lease expired by the database's clock): starts a new ownership
     period with the next fencing token and `expires_at = database now + ttl`. Held by the same
     ownership token: returns the current lease unchanged (recovery of an uncertain
-    acquisition; the TTL of the repeat is not applied). Held by another token: 409
+    acquisition; the TTL of the repeat is not applied; `expires_in_ms` tells how much of
+    it is left). Held by another token: 409
     `lock_held`, whose body tells when the current lease expires, never its token.
 
     Args:
