@@ -71,13 +71,16 @@ def test_random_sequences_match_the_model(backend: str, new_database: Callable[[
             ttl = None if op in ("release", "force_release") else 30
             m = Mutation(1, op, key, None if op == "force_release" else token, ttl)  # type: ignore[arg-type]
             out = loop.run_until_complete(store.mutate(m))
+            if out.status == 200 and "expires_in_ms" in out.body:
+                assert 0 <= out.body["expires_in_ms"] <= 30_000
             mine = model.holder == token.lower()
             if op == "acquire":
                 if model.held() and not mine:
                     assert (out.status, out.body["error"]["code"]) == (409, "lock_held")
                 elif model.held():
+                    # The current lease, unchanged, in the spelling this request sent.
                     assert out.status == 200 and out.body["fencing_token"] == model.fence
-                    assert out.body["token"] == model.spelling
+                    assert out.body["token"] == token
                 else:
                     model.fence += 1
                     model.holder, model.spelling, model.expired = token.lower(), token, False
