@@ -36,7 +36,7 @@ from ._events import EventHook, LockEvent, LockEventKind
 from ._fencing import DEFAULT_FENCE_TABLE, Fence
 from ._guard import AsyncLockGuard, LockGuard
 from ._locks import AsyncLocks, Locks
-from ._models import LockLease, LockState
+from ._models import LockLease, LockList, LockState
 from ._validation import MAX_TTL, MIN_TTL
 
 __all__ = [
@@ -59,6 +59,7 @@ __all__ = [
     "LockEventKind",
     "LockGuard",
     "LockLease",
+    "LockList",
     "LockLostError",
     "LockState",
     "Locks",

@@ -19,11 +19,13 @@ from generated.api.locks import (
     acquire_lock,
     force_release_lock,
     get_lock,
+    list_locks,
     release_lock,
     renew_lock,
 )
 from generated.client import AuthenticatedClient
 from generated.models import AcquireRequest, ReleaseRequest, RenewRequest
+from generated.types import UNSET
 
 from ._core import NoReply, Operation, Reply, Request
 
@@ -35,6 +37,7 @@ _MODULES: dict[Operation, ModuleType] = {
     Operation.RENEW: renew_lock,
     Operation.RELEASE: release_lock,
     Operation.FORCE_RELEASE: force_release_lock,
+    Operation.LIST: list_locks,
 }
 
 
@@ -76,6 +79,13 @@ def prepare(request: Request) -> dict[str, Any]:
         kwargs = release_lock._get_kwargs(
             request.key,
             body=ReleaseRequest(token=request.token),  # type: ignore[arg-type]
+            x_request_id=request.request_id,
+        )
+    elif op is Operation.LIST:
+        kwargs = list_locks._get_kwargs(
+            prefix=UNSET if request.prefix is None else request.prefix,
+            after=UNSET if request.after is None else request.after,
+            limit=UNSET if request.limit is None else request.limit,
             x_request_id=request.request_id,
         )
     else:

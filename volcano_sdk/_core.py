@@ -16,7 +16,7 @@ import json
 import math
 import random
 import uuid
-from collections.abc import Callable, Generator, Mapping
+from collections.abc import Callable, Generator, Mapping, Sequence
 from typing import Generic, Protocol, TypeVar
 
 import attrs
@@ -41,8 +41,8 @@ from ._errors import (
     ValidationError,
     VolcanoError,
 )
-from ._models import LockLease, LockState
-from ._validation import check_key, check_lease, check_ttl, check_uuid_string
+from ._models import LockLease, LockList, LockState
+from ._validation import check_key, check_key_text, check_lease, check_ttl, check_uuid_string
 
 __all__ = [
     "Clock",
@@ -60,6 +60,7 @@ __all__ = [
     "check_wait",
     "force_release_flow",
     "get_flow",
+    "list_flow",
     "release_flow",
     "renew_flow",
 ]
@@ -80,6 +81,7 @@ class Operation(enum.Enum):
     RENEW = "renew"
     RELEASE = "release"
     FORCE_RELEASE = "force_release"
+    LIST = "list"
 
 
 @attrs.frozen
@@ -92,6 +94,14 @@ class Request:
     token: str | None = attrs.field(default=None, repr=False)
     ttl: int | None = None
     timeout: float | None = None  # overrides the client's timeout for this request
+    prefix: str | None = None  # list only
+    after: str | None = None  # list only
+    limit: int | None = None  # list only
+
+    @property
+    def subject(self) -> str:
+        """What the request is about, for messages: never a token."""
+        return f"{self.operation.value} of {self.key!r}" if self.key else self.operation.value
 
 
 @attrs.frozen
@@ -147,6 +157,13 @@ class _StateBody(Protocol):
     def expires_at(self) -> datetime.datetime | None: ...
     @property
     def fencing_token(self) -> int | None: ...
+
+
+class _ListBody(Protocol):
+    @property
+    def locks(self) -> Sequence[_StateBody]: ...
+    @property
+    def next_after(self) -> str | None: ...
 
 
 class _ReleaseBody(Protocol):
@@ -213,7 +230,7 @@ def error_from_reply(reply: Reply, request: Request) -> APIStatusError:
     request_id = _text(detail.get("request_id")) or request.request_id
     status = reply.status
     cls = _STATUS_ERRORS.get(status) or (ServerError if status >= 500 else APIStatusError)
-    text = f"{request.operation.value} of {request.key!r} failed: " + (message or f"HTTP {status}")
+    text = f"{request.subject} failed: " + (message or f"HTTP {status}")
     if cls is ConflictError:
         expires_at = None
         raw_expiry = detail.get("expires_at")
@@ -241,7 +258,7 @@ def error_from_no_reply(outcome: NoReply, request: Request) -> TransportError:
     what = "no answer in time" if outcome.timed_out else "connection failed"
     # The cause's own text names only the URL's host, never headers, so it is safe to show.
     return cls(
-        f"{request.operation.value} of {request.key!r}: {what} ({type(outcome.cause).__name__})",
+        f"{request.subject}: {what} ({type(outcome.cause).__name__})",
         request_id=request.request_id,
     )
 
@@ -263,8 +280,7 @@ def _raise_for_failure(outcome: Outcome, request: Request) -> Reply:
 def _parsed(reply: Reply, request: Request) -> object:
     if reply.parsed is None:
         raise UnexpectedResponseError(
-            f"{request.operation.value} of {request.key!r}: HTTP {reply.status} with a body "
-            "that does not match the contract",
+            f"{request.subject}: HTTP {reply.status} with a body that does not match the contract",
             status=reply.status,
             request_id=request.request_id,
         )
@@ -422,16 +438,47 @@ def _outcome_unknown(request: Request, outcome: Outcome, why: str) -> AcquireOut
     return error
 
 
-def get_flow(key: object, *, request_id: object | None) -> Flow[LockState]:
-    key = check_key(key)
-    request = Request(Operation.GET, key, _new_id(request_id))
-    reply = _raise_for_failure((yield request), request)
-    body: _StateBody = _parsed(reply, request)  # type: ignore[assignment]
+def _state_from(body: _StateBody) -> LockState:
     return LockState(
         key=body.key,
         held=bool(body.held),
         expires_at=None if body.expires_at is None else _utc(body.expires_at),
         fencing_token=None if body.fencing_token is None else int(body.fencing_token),
+    )
+
+
+def get_flow(key: object, *, request_id: object | None) -> Flow[LockState]:
+    key = check_key(key)
+    request = Request(Operation.GET, key, _new_id(request_id))
+    reply = _raise_for_failure((yield request), request)
+    body: _StateBody = _parsed(reply, request)  # type: ignore[assignment]
+    return _state_from(body)
+
+
+MAX_LIST_LIMIT = 1000
+
+
+def list_flow(
+    *, prefix: object | None, after: object | None, limit: object, request_id: object | None
+) -> Flow[LockList]:
+    prefix = None if prefix is None else check_key_text(prefix, "prefix")
+    after = None if after is None else check_key_text(after, "after")
+    if isinstance(limit, bool) or not isinstance(limit, int):
+        raise TypeError(f"limit must be an int, not {type(limit).__name__}")
+    if not 1 <= limit <= MAX_LIST_LIMIT:
+        raise ValueError(f"limit must be from 1 to {MAX_LIST_LIMIT}, got {limit}")
+    request = Request(
+        Operation.LIST,
+        "",
+        _new_id(request_id),
+        prefix=prefix or None,
+        after=after or None,
+        limit=limit,
+    )
+    reply = _raise_for_failure((yield request), request)
+    body: _ListBody = _parsed(reply, request)  # type: ignore[assignment]
+    return LockList(
+        locks=tuple(_state_from(item) for item in body.locks), next_after=body.next_after
     )
 
 

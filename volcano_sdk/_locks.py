@@ -17,11 +17,12 @@ from ._core import (
     check_wait,
     force_release_flow,
     get_flow,
+    list_flow,
     release_flow,
     renew_flow,
 )
 from ._events import EventHook, acquired, emit, released, renewed
-from ._models import LockLease, LockState
+from ._models import LockLease, LockList, LockState
 from ._validation import check_key, check_ttl, check_uuid_string
 
 if TYPE_CHECKING:
@@ -145,6 +146,18 @@ class Locks:
         """
         return run_sync(force_release_flow(key, request_id=request_id), self._send)
 
+    def list(
+        self,
+        prefix: str | None = None,
+        *,
+        after: str | None = None,
+        limit: int = 100,
+        request_id: str | None = None,
+    ) -> LockList:
+        """One page of held locks in key order; pass ``next_after`` as ``after`` for more."""
+        flow = list_flow(prefix=prefix, after=after, limit=limit, request_id=request_id)
+        return run_sync(flow, self._send)
+
     def with_lock(
         self,
         key: str,
@@ -220,6 +233,18 @@ class AsyncLocks:
         For administrative recovery only, with fencing enforced by the protected resource.
         """
         return await run_async(force_release_flow(key, request_id=request_id), self._send)
+
+    async def list(
+        self,
+        prefix: str | None = None,
+        *,
+        after: str | None = None,
+        limit: int = 100,
+        request_id: str | None = None,
+    ) -> LockList:
+        """One page of held locks in key order; pass ``next_after`` as ``after`` for more."""
+        flow = list_flow(prefix=prefix, after=after, limit=limit, request_id=request_id)
+        return await run_async(flow, self._send)
 
     def with_lock(
         self,

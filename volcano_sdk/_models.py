@@ -6,7 +6,7 @@ import datetime
 
 import attrs
 
-__all__ = ["LockLease", "LockState"]
+__all__ = ["LockLease", "LockList", "LockState"]
 
 
 @attrs.frozen
@@ -37,3 +37,11 @@ class LockState:
     held: bool
     expires_at: datetime.datetime | None
     fencing_token: int | None
+
+
+@attrs.frozen
+class LockList:
+    """One page of held locks from ``list``; pass ``next_after`` as ``after`` for the next."""
+
+    locks: tuple[LockState, ...]
+    next_after: str | None

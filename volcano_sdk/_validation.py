@@ -10,6 +10,7 @@ __all__ = [
     "MAX_TTL",
     "MIN_TTL",
     "check_key",
+    "check_key_text",
     "check_lease",
     "check_ttl",
     "check_uuid_string",
@@ -35,6 +36,18 @@ def check_key(key: object) -> str:
         # URL resolution would turn the path segment into the parent path.
         raise ValueError(f"key {key!r} is reserved: '.' and '..' cannot be lock keys")
     return key
+
+
+_KEY_TEXT = re.compile(r"[A-Za-z0-9_.:/-]{0,255}")
+
+
+def check_key_text(text: object, name: str) -> str:
+    """A key prefix or a key to list after: the key alphabet, possibly empty."""
+    if not isinstance(text, str):
+        raise TypeError(f"{name} must be a str, not {type(text).__name__}")
+    if not _KEY_TEXT.fullmatch(text):
+        raise ValueError(f"{name} must be at most 255 characters from A-Z a-z 0-9 - _ . : /")
+    return text
 
 
 def check_ttl(ttl: object) -> int:

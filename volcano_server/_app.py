@@ -37,7 +37,14 @@ from ._errors import (
     ValidationFailed,
     error_response,
 )
-from ._validation import is_uuid, read_json_object, validate_key, validate_token, validate_ttl
+from ._validation import (
+    is_uuid,
+    read_json_object,
+    validate_key,
+    validate_list_query,
+    validate_token,
+    validate_ttl,
+)
 from .storage import Mutation, Operation, Store
 from .storage._logic import format_time
 
@@ -174,6 +181,15 @@ def _lock_route(request: Request) -> tuple[Operation | None, str]:
     return op, unquote(parts[0], errors="replace")
 
 
+def _state_body(key: str, state: storage.LockState) -> dict[str, object]:
+    return {
+        "key": key,
+        "held": state.held,
+        "expires_at": None if state.expires_at is None else format_time(state.expires_at),
+        "fencing_token": state.fencing_token,
+    }
+
+
 def create_app(
     store: Store,
     *,
@@ -205,17 +221,7 @@ def create_app(
                 raise ValidationFailed("X-Request-Id must be a UUID string (8-4-4-4-12)")
             key = validate_key(raw_key)
             if op is None:
-                state = await store.get_lock(project_id, key)
-                return JSONResponse(
-                    {
-                        "key": key,
-                        "held": state.held,
-                        "expires_at": None
-                        if state.expires_at is None
-                        else format_time(state.expires_at),
-                        "fencing_token": state.fencing_token,
-                    }
-                )
+                return JSONResponse(_state_body(key, await store.get_lock(project_id, key)))
             token: str | None = None
             ttl: int | None = None
             if op != "force_release":  # it has no body; one sent anyway is not read
@@ -239,6 +245,26 @@ def create_app(
             logger.warning("storage unavailable (request %s): %s", request_id, exc)
             raise ServiceUnavailable() from exc
         return JSONResponse(outcome.body, status_code=outcome.status)
+
+    async def list_locks(request: Request) -> Response:
+        request.scope[_ROUTE] = "/locks/v1/locks"
+        request_id = _request_id(request)
+        try:
+            project_id = await auth.authenticate(request.headers)
+            if request.scope.get(_REQUEST_ID_INVALID):
+                raise ValidationFailed("X-Request-Id must be a UUID string (8-4-4-4-12)")
+            prefix, after, limit = validate_list_query(request.query_params)
+            held = await store.list_locks(project_id, prefix=prefix, after=after, limit=limit)
+        except storage.StorageUnavailable as exc:
+            logger.warning("storage unavailable (request %s): %s", request_id, exc)
+            raise ServiceUnavailable() from exc
+        return JSONResponse(
+            {
+                "locks": [_state_body(key, state) for key, state in held],
+                # A full page may have more after it; a short one is the last.
+                "next_after": held[-1][0] if len(held) == limit else None,
+            }
+        )
 
     async def api_error(request: Request, exc: Exception) -> Response:
         assert isinstance(exc, ApiError)
@@ -271,6 +297,7 @@ def create_app(
         routes=[
             Route("/health", health, methods=["GET", "HEAD"]),
             Route("/ready", ready, methods=["GET", "HEAD"]),
+            Route("/locks/v1/locks", list_locks, methods=["GET", "HEAD"]),
             _PrefixRoute(_LOCKS_PREFIX, locks),
         ],
         exception_handlers={ApiError: api_error, HTTPException: http_error},

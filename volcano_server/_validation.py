@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import json
 import re
+from collections.abc import Mapping
 from typing import Any
 
 from starlette.requests import Request
@@ -45,6 +46,26 @@ def validate_key(key: str) -> str:
             "the key must be 1 to 255 characters from A-Z a-z 0-9 - _ . : / and not '.' or '..'"
         )
     return key
+
+
+_KEY_TEXT = re.compile(r"[A-Za-z0-9_.:/-]{0,255}")
+MAX_LIST_LIMIT = 1000
+DEFAULT_LIST_LIMIT = 100
+
+
+def validate_list_query(query: Mapping[str, str]) -> tuple[str, str, int]:
+    """(prefix, after, limit) of a list request; 422 for anything outside the contract."""
+    prefix, after = query.get("prefix", ""), query.get("after", "")
+    for name, value in (("prefix", prefix), ("after", after)):
+        if _KEY_TEXT.fullmatch(value) is None:
+            raise ValidationFailed(
+                f"{name} must be at most 255 characters from A-Z a-z 0-9 - _ . : /"
+            )
+    raw_limit = query.get("limit", str(DEFAULT_LIST_LIMIT))
+    ascii_digits = raw_limit.isascii() and raw_limit.isdigit() and len(raw_limit) <= 4
+    if not ascii_digits or not 1 <= int(raw_limit) <= MAX_LIST_LIMIT:
+        raise ValidationFailed(f"limit must be an integer from 1 to {MAX_LIST_LIMIT}")
+    return prefix, after, int(raw_limit)
 
 
 def validate_token(body: dict[str, Any]) -> str:

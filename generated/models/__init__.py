@@ -6,6 +6,7 @@ from .error_detail import ErrorDetail
 from .force_release_result import ForceReleaseResult
 from .health import Health
 from .lease import Lease
+from .lock_list import LockList
 from .lock_state import LockState
 from .release_request import ReleaseRequest
 from .release_result import ReleaseResult
@@ -18,6 +19,7 @@ __all__ = (
     "ForceReleaseResult",
     "Health",
     "Lease",
+    "LockList",
     "LockState",
     "ReleaseRequest",
     "ReleaseResult",

@@ -168,6 +168,13 @@ class Store(abc.ABC):
     async def get_lock(self, project_id: int, key: str) -> LockState: ...
 
     @abc.abstractmethod
+    async def list_locks(
+        self, project_id: int, *, prefix: str, after: str, limit: int
+    ) -> list[tuple[str, LockState]]:
+        """Held (unexpired) locks whose key starts with `prefix` and sorts (bytewise) after
+        `after`, in key order, at most `limit`."""
+
+    @abc.abstractmethod
     async def mutate(self, mutation: Mutation) -> Outcome:
         """Apply one mutation atomically with its idempotency record, or replay a stored one."""
 

@@ -245,6 +245,32 @@ class PostgresStore(Store):
         row = LockRow(r["last_fence"], r["token"], r["token_text"], r["expires_at"])
         return _logic.state_of(row, r["now"])
 
+    async def list_locks(
+        self, project_id: int, *, prefix: str, after: str, limit: int
+    ) -> list[tuple[str, LockState]]:
+        for attempt in (1, 2):
+            try:
+                async with self._connection() as conn:
+                    # COLLATE "C": bytewise order, whatever the database's locale.
+                    rows = await conn.fetch(
+                        "SELECT key, last_fence, expires_at FROM locks"
+                        ' WHERE project_id = $1 AND key COLLATE "C" > $2'
+                        " AND starts_with(key, $3) AND token IS NOT NULL"
+                        " AND expires_at > clock_timestamp()"
+                        ' ORDER BY key COLLATE "C" LIMIT $4',
+                        project_id,
+                        after,
+                        prefix,
+                        limit,
+                    )
+                    return [
+                        (r["key"], LockState(True, r["expires_at"], r["last_fence"])) for r in rows
+                    ]
+            except StorageUnavailable as exc:
+                if attempt == 2 or not isinstance(exc.__cause__, _STALE):
+                    raise
+        raise AssertionError("unreachable")  # pragma: no cover
+
     async def mutate(self, mutation: Mutation) -> Outcome:
         async with self._connection() as conn:
             for _ in range(3):

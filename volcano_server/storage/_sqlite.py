@@ -312,6 +312,22 @@ class SQLiteStore(Store):
 
         return await self._run(q)
 
+    async def list_locks(
+        self, project_id: int, *, prefix: str, after: str, limit: int
+    ) -> list[tuple[str, LockState]]:
+        def q(c: sqlite3.Connection) -> list[tuple[str, LockState]]:
+            now = _now_us()
+            # TEXT compares with BINARY collation: bytewise, the order the contract promises.
+            rows = c.execute(
+                "SELECT key, last_fence, expires_at FROM locks"
+                " WHERE project_id = ? AND key > ? AND substr(key, 1, ?) = ?"
+                " AND token IS NOT NULL AND expires_at > ? ORDER BY key LIMIT ?",
+                (project_id, after, len(prefix), prefix, now, limit),
+            ).fetchall()
+            return [(r[0], LockState(True, _to_dt(r[2]), r[1])) for r in rows]
+
+        return await self._run(q)
+
     async def mutate(self, mutation: Mutation) -> Outcome:
         m = mutation
 
