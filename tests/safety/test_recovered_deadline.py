@@ -5,9 +5,10 @@ service's expiry). The service grants the lease when the first try
 arrives; its answer is lost (here: the proxy cuts every answer after the server processed the
 request), the SDK's single retry is cut too, and ``AcquireOutcomeUnknownError`` is raised. The
 caller recovers a moment later with the error's token and request id, as documented. The
-recovered lease's ``local_deadline`` is then measured from the *recovery* call, so it is later
-than the service's expiry by the whole recovery delay: a guard built on it says ``lost=False``
-while the service already considers the lock free.
+recovered lease's ``local_deadline`` used to be measured from the *recovery* call, later than
+the service's expiry by the whole recovery delay, so a guard built on it said ``lost=False``
+while the service already considered the lock free. Leases now carry ``expires_in_ms`` (what
+is left, by the service's clock) and the SDK counts the deadline as send time + that.
 """
 
 from __future__ import annotations
@@ -25,11 +26,6 @@ TTL = 5
 DELAY = 2.0
 
 
-@pytest.mark.xfail(
-    strict=False,
-    reason="SDK bug: a lease recovered after AcquireOutcomeUnknownError got local_deadline = "
-    "recovery start + ttl; a fix (expires_in_ms) is in progress: remove this mark once it lands",
-)
 def test_recovered_lease_deadline_counts_from_the_first_try(sqlite_server) -> None:  # type: ignore[no-untyped-def]
     rec = Recorder(None, "w")
     proxy = ChaosProxy([("127.0.0.1", sqlite_server.process.port)]).start()
