@@ -15,7 +15,7 @@ class Lease:
     key: str
     """ 1 to 255 characters from `A-Z a-z 0-9 - _ . : /`, except `.` and `..` alone. """
     token: str
-    """ The ownership token, spelled as the acquiring request spelled it. """
+    """ The ownership token, spelled as this request sent it (tokens compare by UUID value). """
     fencing_token: int
     """ Strictly increasing per key across every ownership period; kept by renewal. """
     expires_at: datetime.datetime

@@ -41,11 +41,19 @@ def other_client(live_server: LiveServer) -> Iterator[VolcanoClient]:
         yield c
 
 
-@pytest.fixture
-async def async_client(live_server: LiveServer) -> AsyncIterator[AsyncVolcanoClient]:
+@pytest.fixture(params=["aiohttp", "httpx"])
+async def async_client(
+    live_server: LiveServer, request: pytest.FixtureRequest
+) -> AsyncIterator[AsyncVolcanoClient]:
+    """The async client on both transports: aiohttp's (the default with the extra) and httpx's."""
+    transport = httpx.AsyncHTTPTransport() if request.param == "httpx" else None
     async with AsyncVolcanoClient(
-        live_server.anon_key, live_server.service_key, live_server.url
+        live_server.anon_key, live_server.service_key, live_server.url, transport=transport
     ) as c:
+        if request.param == "aiohttp":
+            from httpx_aiohttp import AiohttpTransport
+
+            assert isinstance(c._http._transport, AiohttpTransport)
         yield c
 
 
