@@ -17,6 +17,7 @@ import random
 import time
 import uuid
 from collections.abc import AsyncIterator, Awaitable, Callable
+from dataclasses import dataclass
 from urllib.parse import quote, unquote
 
 from starlette.applications import Starlette
@@ -37,6 +38,7 @@ from ._errors import (
     ValidationFailed,
     error_response,
 )
+from ._metrics import CONTENT_TYPE_LATEST, Metrics
 from ._validation import (
     is_uuid,
     read_json_object,
@@ -181,6 +183,14 @@ def _lock_route(request: Request) -> tuple[Operation | None, str]:
     return op, unquote(parts[0], errors="replace")
 
 
+@dataclass(slots=True)
+class _Call:
+    """What a lock endpoint tells the metrics about the request it served."""
+
+    operation: str = ""
+    replayed: bool = False
+
+
 def _state_body(key: str, state: storage.LockState) -> dict[str, object]:
     return {
         "key": key,
@@ -199,6 +209,7 @@ def create_app(
 ) -> Starlette:
     """The service over `store`; the app opens the store at startup and closes it at shutdown."""
     auth = Authenticator(store, cache_seconds=auth_cache_seconds)
+    metrics = Metrics()
 
     async def health(request: Request) -> Response:
         request.scope[_ROUTE] = "/health"
@@ -212,52 +223,76 @@ def create_app(
             raise ServiceUnavailable() from exc
         return JSONResponse({"status": "ready"})
 
-    async def locks(request: Request) -> Response:
-        request_id = _request_id(request)
+    def measured(
+        handler: Callable[[Request, _Call], Awaitable[Response]],
+    ) -> Callable[[Request], Awaitable[Response]]:
+        """Counts and times a lock operation, and turns an unreachable database into 503."""
+
+        async def endpoint(request: Request) -> Response:
+            call = _Call()
+            started = time.perf_counter()
+            status = 500
+            try:
+                response = await handler(request, call)
+                status = response.status_code
+                return response
+            except storage.StorageUnavailable as exc:
+                status = ServiceUnavailable.status
+                metrics.storage_errors.inc()
+                logger.warning("storage unavailable (request %s): %s", _request_id(request), exc)
+                raise ServiceUnavailable() from exc
+            except ApiError as exc:
+                status = exc.status
+                raise
+            finally:
+                if call.operation:  # unrouted requests (404, 405) are not lock operations
+                    elapsed = time.perf_counter() - started
+                    metrics.observe(call.operation, status, elapsed, replayed=call.replayed)
+
+        return endpoint
+
+    async def authorize(request: Request) -> int:
+        project_id = await auth.authenticate(request.headers)
+        if request.scope.get(_REQUEST_ID_INVALID):
+            raise ValidationFailed("X-Request-Id must be a UUID string (8-4-4-4-12)")
+        return project_id
+
+    @measured
+    async def locks(request: Request, call: _Call) -> Response:
         op, raw_key = _lock_route(request)
-        try:
-            project_id = await auth.authenticate(request.headers)
-            if request.scope.get(_REQUEST_ID_INVALID):
-                raise ValidationFailed("X-Request-Id must be a UUID string (8-4-4-4-12)")
-            key = validate_key(raw_key)
-            if op is None:
-                return JSONResponse(_state_body(key, await store.get_lock(project_id, key)))
-            token: str | None = None
-            ttl: int | None = None
-            if op != "force_release":  # it has no body; one sent anyway is not read
-                body = await read_json_object(request)
-                token = validate_token(body)
-                if op != "release":
-                    ttl = validate_ttl(body)
-            sent_id = request.headers.get("x-request-id")
-            outcome = await store.mutate(
-                Mutation(
-                    project_id=project_id,
-                    op=op,
-                    key=key,
-                    token_text=token,
-                    ttl=ttl,
-                    request_id=sent_id,
-                    response_request_id=request_id,
-                )
+        call.operation = op or "get"
+        project_id = await authorize(request)
+        key = validate_key(raw_key)
+        if op is None:
+            return JSONResponse(_state_body(key, await store.get_lock(project_id, key)))
+        token: str | None = None
+        ttl: int | None = None
+        if op != "force_release":  # it has no body; one sent anyway is not read
+            body = await read_json_object(request)
+            token = validate_token(body)
+            if op != "release":
+                ttl = validate_ttl(body)
+        outcome = await store.mutate(
+            Mutation(
+                project_id=project_id,
+                op=op,
+                key=key,
+                token_text=token,
+                ttl=ttl,
+                request_id=request.headers.get("x-request-id"),
+                response_request_id=_request_id(request),
             )
-        except storage.StorageUnavailable as exc:
-            logger.warning("storage unavailable (request %s): %s", request_id, exc)
-            raise ServiceUnavailable() from exc
+        )
+        call.replayed = outcome.replayed
         return JSONResponse(outcome.body, status_code=outcome.status)
 
-    async def list_locks(request: Request) -> Response:
+    @measured
+    async def list_locks(request: Request, call: _Call) -> Response:
         request.scope[_ROUTE] = "/locks/v1/locks"
-        request_id = _request_id(request)
-        try:
-            project_id = await auth.authenticate(request.headers)
-            if request.scope.get(_REQUEST_ID_INVALID):
-                raise ValidationFailed("X-Request-Id must be a UUID string (8-4-4-4-12)")
-            prefix, after, limit = validate_list_query(request.query_params)
-            held = await store.list_locks(project_id, prefix=prefix, after=after, limit=limit)
-        except storage.StorageUnavailable as exc:
-            logger.warning("storage unavailable (request %s): %s", request_id, exc)
-            raise ServiceUnavailable() from exc
+        call.operation = "list"
+        project_id = await authorize(request)
+        prefix, after, limit = validate_list_query(request.query_params)
+        held = await store.list_locks(project_id, prefix=prefix, after=after, limit=limit)
         return JSONResponse(
             {
                 "locks": [_state_body(key, state) for key, state in held],
@@ -265,6 +300,10 @@ def create_app(
                 "next_after": held[-1][0] if len(held) == limit else None,
             }
         )
+
+    async def metrics_endpoint(request: Request) -> Response:
+        request.scope[_ROUTE] = "/metrics"
+        return Response(metrics.render(), media_type=CONTENT_TYPE_LATEST)
 
     async def api_error(request: Request, exc: Exception) -> Response:
         assert isinstance(exc, ApiError)
@@ -298,6 +337,7 @@ def create_app(
             Route("/health", health, methods=["GET", "HEAD"]),
             Route("/ready", ready, methods=["GET", "HEAD"]),
             Route("/locks/v1/locks", list_locks, methods=["GET", "HEAD"]),
+            Route("/metrics", metrics_endpoint, methods=["GET"]),
             _PrefixRoute(_LOCKS_PREFIX, locks),
         ],
         exception_handlers={ApiError: api_error, HTTPException: http_error},

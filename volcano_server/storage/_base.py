@@ -119,6 +119,7 @@ class Outcome:
 
     status: int
     body: dict[str, Any]
+    replayed: bool = False  # answered from the idempotency record, not decided anew
 
 
 @dataclass(frozen=True, slots=True)

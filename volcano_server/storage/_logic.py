@@ -145,4 +145,4 @@ def replay(m: Mutation, fingerprint: str, status: int, body_json: str, now: date
     if "expires_in_ms" in body:
         expires_at = datetime.fromisoformat(body["expires_at"])
         body["expires_in_ms"] = _expires_in_ms(expires_at, now)
-    return Outcome(status, body)
+    return Outcome(status, body, replayed=True)
