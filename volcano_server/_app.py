@@ -40,10 +40,12 @@ from ._errors import (
 )
 from ._metrics import CONTENT_TYPE_LATEST, Metrics
 from ._validation import (
+    MAX_BATCH_BODY_BYTES,
     is_uuid,
     read_json_object,
     validate_key,
     validate_list_query,
+    validate_renew_batch,
     validate_token,
     validate_ttl,
 )
@@ -301,6 +303,40 @@ def create_app(
             }
         )
 
+    @measured
+    async def renew_leases(request: Request, call: _Call) -> Response:
+        request.scope[_ROUTE] = "/locks/v1/leases/renew"
+        call.operation = "renew_batch"
+        project_id = await authorize(request)
+        body = await read_json_object(request, MAX_BATCH_BODY_BYTES)
+        items = validate_renew_batch(body)
+        request_id = _request_id(request)
+        # Concurrent mutations: the SQLite store commits the ones queued together in one
+        # transaction (one fsync), PostgreSQL spreads them over its pool.
+        outcomes = await asyncio.gather(
+            *(
+                store.mutate(
+                    Mutation(
+                        project_id=project_id,
+                        op="renew",
+                        key=key,
+                        token_text=token,
+                        ttl=ttl,
+                        request_id=None,  # batches are not deduplicated (see the contract)
+                        response_request_id=request_id,
+                    )
+                )
+                for key, token, ttl in items
+            )
+        )
+        results = [
+            {"key": key, "status": out.status, "lease": out.body}
+            if out.status == 200
+            else {"key": key, "status": out.status, "error": out.body["error"]}
+            for (key, _, _), out in zip(items, outcomes, strict=True)
+        ]
+        return JSONResponse({"results": results})
+
     async def metrics_endpoint(request: Request) -> Response:
         request.scope[_ROUTE] = "/metrics"
         return Response(metrics.render(), media_type=CONTENT_TYPE_LATEST)
@@ -338,6 +374,7 @@ def create_app(
             Route("/ready", ready, methods=["GET", "HEAD"]),
             Route("/locks/v1/locks", list_locks, methods=["GET", "HEAD"]),
             Route("/metrics", metrics_endpoint, methods=["GET"]),
+            Route("/locks/v1/leases/renew", renew_leases, methods=["POST"]),
             _PrefixRoute(_LOCKS_PREFIX, locks),
         ],
         exception_handlers={ApiError: api_error, HTTPException: http_error},

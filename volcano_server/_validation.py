@@ -16,12 +16,14 @@ from starlette.requests import Request
 from ._errors import MalformedRequest, PayloadTooLarge, ValidationFailed
 
 __all__ = [
+    "MAX_BATCH_BODY_BYTES",
     "MAX_BODY_BYTES",
     "TTL_MAX",
     "TTL_MIN",
     "is_uuid",
     "read_json_object",
     "validate_key",
+    "validate_renew_batch",
     "validate_token",
     "validate_ttl",
 ]
@@ -46,6 +48,28 @@ def validate_key(key: str) -> str:
             "the key must be 1 to 255 characters from A-Z a-z 0-9 - _ . : / and not '.' or '..'"
         )
     return key
+
+
+MAX_BATCH_BODY_BYTES = 262_144  # 500 items with 255-character keys fit
+MAX_BATCH_ITEMS = 500
+
+
+def validate_renew_batch(body: dict[str, Any]) -> list[tuple[str, str, int]]:
+    """(key, token, ttl) of every item of a batch renewal; 422 for anything off-contract."""
+    items = body.get("leases")
+    if not isinstance(items, list) or not 1 <= len(items) <= MAX_BATCH_ITEMS:
+        raise ValidationFailed(f"leases must be a list of 1 to {MAX_BATCH_ITEMS} items")
+    checked: list[tuple[str, str, int]] = []
+    seen: set[str] = set()
+    for item in items:
+        if not isinstance(item, dict) or not isinstance(item.get("key"), str):
+            raise ValidationFailed("each lease must be an object with key, token and ttl")
+        key = validate_key(item["key"])
+        if key in seen:
+            raise ValidationFailed("a key may appear only once in a batch")
+        seen.add(key)
+        checked.append((key, validate_token(item), validate_ttl(item)))
+    return checked
 
 
 _KEY_TEXT = re.compile(r"[A-Za-z0-9_.:/-]{0,255}")
@@ -90,18 +114,18 @@ def validate_ttl(body: dict[str, Any]) -> int:
     return ttl
 
 
-async def read_json_object(request: Request) -> dict[str, Any]:
-    """The body as a JSON object, read at most MAX_BODY_BYTES (+1) bytes into memory."""
+async def read_json_object(request: Request, limit: int = MAX_BODY_BYTES) -> dict[str, Any]:
+    """The body as a JSON object, read at most `limit` (+1) bytes into memory."""
     length = request.headers.get("content-length")
     declared = int(length) if length and length.isascii() and length.isdigit() else 0
-    if declared > MAX_BODY_BYTES:
-        raise PayloadTooLarge(f"the request body exceeds {MAX_BODY_BYTES} bytes")
+    if declared > limit:
+        raise PayloadTooLarge(f"the request body exceeds {limit} bytes")
     chunks: list[bytes] = []
     size = 0
     async for chunk in request.stream():
         size += len(chunk)
-        if size > MAX_BODY_BYTES:
-            raise PayloadTooLarge(f"the request body exceeds {MAX_BODY_BYTES} bytes")
+        if size > limit:
+            raise PayloadTooLarge(f"the request body exceeds {limit} bytes")
         chunks.append(chunk)
     raw = b"".join(chunks)
     try:

@@ -10,6 +10,10 @@ from .lock_list import LockList
 from .lock_state import LockState
 from .release_request import ReleaseRequest
 from .release_result import ReleaseResult
+from .renew_batch_item import RenewBatchItem
+from .renew_batch_item_result import RenewBatchItemResult
+from .renew_batch_request import RenewBatchRequest
+from .renew_batch_result import RenewBatchResult
 from .renew_request import RenewRequest
 
 __all__ = (
@@ -23,5 +27,9 @@ __all__ = (
     "LockState",
     "ReleaseRequest",
     "ReleaseResult",
+    "RenewBatchItem",
+    "RenewBatchItemResult",
+    "RenewBatchRequest",
+    "RenewBatchResult",
     "RenewRequest",
 )
