@@ -21,10 +21,17 @@ from generated.api.locks import (
     get_lock,
     list_locks,
     release_lock,
+    renew_leases,
     renew_lock,
 )
 from generated.client import AuthenticatedClient
-from generated.models import AcquireRequest, ReleaseRequest, RenewRequest
+from generated.models import (
+    AcquireRequest,
+    ReleaseRequest,
+    RenewBatchItem,
+    RenewBatchRequest,
+    RenewRequest,
+)
 from generated.types import UNSET
 
 from ._core import NoReply, Operation, Reply, Request
@@ -38,6 +45,7 @@ _MODULES: dict[Operation, ModuleType] = {
     Operation.RELEASE: release_lock,
     Operation.FORCE_RELEASE: force_release_lock,
     Operation.LIST: list_locks,
+    Operation.RENEW_BATCH: renew_leases,
 }
 
 
@@ -79,6 +87,13 @@ def prepare(request: Request) -> dict[str, Any]:
         kwargs = release_lock._get_kwargs(
             request.key,
             body=ReleaseRequest(token=request.token),  # type: ignore[arg-type]
+            x_request_id=request.request_id,
+        )
+    elif op is Operation.RENEW_BATCH:
+        kwargs = renew_leases._get_kwargs(
+            body=RenewBatchRequest(
+                leases=[RenewBatchItem(key=i.key, token=i.token, ttl=i.ttl) for i in request.batch]
+            ),
             x_request_id=request.request_id,
         )
     elif op is Operation.LIST:

@@ -62,6 +62,7 @@ __all__ = [
     "get_flow",
     "list_flow",
     "release_flow",
+    "renew_batch_flow",
     "renew_flow",
 ]
 
@@ -82,6 +83,16 @@ class Operation(enum.Enum):
     RELEASE = "release"
     FORCE_RELEASE = "force_release"
     LIST = "list"
+    RENEW_BATCH = "renew_batch"
+
+
+@attrs.frozen
+class RenewItem:
+    """One lease of a batch renewal."""
+
+    key: str
+    token: str = attrs.field(repr=False)
+    ttl: int
 
 
 @attrs.frozen
@@ -97,6 +108,7 @@ class Request:
     prefix: str | None = None  # list only
     after: str | None = None  # list only
     limit: int | None = None  # list only
+    batch: tuple[RenewItem, ...] = ()  # renew_batch only
 
     @property
     def subject(self) -> str:
@@ -164,6 +176,22 @@ class _ListBody(Protocol):
     def locks(self) -> Sequence[_StateBody]: ...
     @property
     def next_after(self) -> str | None: ...
+
+
+class _BatchItemBody(Protocol):
+    @property
+    def key(self) -> str: ...
+    @property
+    def status(self) -> int: ...
+    @property
+    def lease(self) -> object: ...  # a lease body, or a falsy "unset" marker
+    @property
+    def error(self) -> object: ...  # an error body, or a falsy "unset" marker
+
+
+class _BatchBody(Protocol):
+    @property
+    def results(self) -> Sequence[_BatchItemBody]: ...
 
 
 class _ReleaseBody(Protocol):
@@ -503,6 +531,58 @@ def renew_flow(
     return _lease_from(body, sent_token=lease.token, ttl=ttl, started=started)
 
 
+# Leases renewed by one request; the service takes up to 500.
+MAX_RENEW_BATCH = 200
+
+
+def renew_batch_flow(
+    leases: Sequence[LockLease], *, clock: Clock, timeout: float | None = None
+) -> Flow[list[LockLease | VolcanoError]]:
+    """Renews many leases (each for its own TTL) in one request; one result per lease.
+
+    A failure of the whole request (transport, 503...) raises, as for a single renewal; a
+    lease the service refused becomes its ``ConflictError`` in the list.
+    """
+    if not 1 <= len(leases) <= MAX_RENEW_BATCH:
+        raise ValueError(f"a batch renews 1 to {MAX_RENEW_BATCH} leases, got {len(leases)}")
+    request = Request(
+        Operation.RENEW_BATCH,
+        "",
+        _new_id(None),
+        timeout=timeout,
+        batch=tuple(RenewItem(lease.key, lease.token, lease.ttl) for lease in leases),
+    )
+    started = clock()
+    reply = _raise_for_failure((yield request), request)
+    body: _BatchBody = _parsed(reply, request)  # type: ignore[assignment]
+    if len(body.results) != len(leases):
+        raise UnexpectedResponseError(
+            f"renew_batch: {len(body.results)} results for {len(leases)} leases",
+            status=reply.status,
+            request_id=request.request_id,
+        )
+    results: list[LockLease | VolcanoError] = []
+    for lease, item in zip(leases, body.results, strict=True):
+        if item.status == 200 and item.lease:
+            lease_body: _LeaseBody = item.lease  # type: ignore[assignment]
+            results.append(
+                _lease_from(lease_body, sent_token=lease.token, ttl=lease.ttl, started=started)
+            )
+            continue
+        code = _text(getattr(item.error, "code", None))
+        message = _text(getattr(item.error, "message", None)) or f"HTTP {item.status}"
+        cls = _STATUS_ERRORS.get(item.status) or APIStatusError
+        results.append(
+            cls(
+                f"renew of {lease.key!r} failed: {message}",
+                status=item.status,
+                code=code,
+                request_id=request.request_id,
+            )
+        )
+    return results
+
+
 def release_flow(
     key: object, lease: object, *, request_id: object | None, timeout: float | None = None
 ) -> Flow[bool]:
@@ -569,17 +649,9 @@ class GuardState:
     def needs_renewal(self) -> bool:
         return not self.closed and self.reason is None
 
-    def renewal_flow(self, clock: Clock, request_timeout: float) -> Flow[LockLease]:
-        """A renewal attempt with a fresh request id, timed out before the local deadline."""
-        remaining = self.lease.local_deadline - clock()
-        return renew_flow(
-            self.key,
-            self.lease,
-            self.ttl,
-            request_id=None,
-            clock=clock,
-            timeout=max(0.05, min(request_timeout, remaining)),
-        )
+    def renewal_timeout(self, now: float, request_timeout: float) -> float:
+        """A renewal attempt must give up before the local deadline, when it no longer helps."""
+        return max(0.05, min(request_timeout, self.lease.local_deadline - now))
 
     def renewed(self, lease: LockLease, now: float) -> None:
         # Checked against the old deadline first: an answer that came too late stays a loss,

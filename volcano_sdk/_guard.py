@@ -15,9 +15,16 @@ import time
 from collections.abc import Awaitable, Callable
 from concurrent.futures import ThreadPoolExecutor
 from types import TracebackType
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, TypeVar
 
-from ._core import GuardState, Outcome, RenewalSchedule, Request
+from ._core import (
+    MAX_RENEW_BATCH,
+    GuardState,
+    Outcome,
+    RenewalSchedule,
+    Request,
+    renew_batch_flow,
+)
 from ._errors import LossReason, VolcanoError
 from ._events import emit, lost, released, renewed
 from ._locks import GuardArgs, run_async, run_sync
@@ -30,10 +37,19 @@ if TYPE_CHECKING:
 
 __all__ = ["AsyncLockGuard", "AsyncRenewer", "LockGuard", "Renewer"]
 
+G = TypeVar("G")
+
 logger = logging.getLogger("volcano_sdk")
 
 # Renewal requests get the client's timeout, capped again by the guard at its local deadline.
 RENEWAL_WORKERS = 3
+# Guards due within this many seconds of each other are renewed by one batch request: renewing
+# a little early costs nothing, and 10,000 guards need a few requests a second, not 1,000.
+BATCH_WINDOW = 0.25
+
+
+def _batches(guards: list[G]) -> list[list[G]]:
+    return [guards[i : i + MAX_RENEW_BATCH] for i in range(0, len(guards), MAX_RENEW_BATCH)]
 
 
 class Renewer:
@@ -71,9 +87,34 @@ class Renewer:
                     self._wakeup.wait(None if due is None else due - now)
                 if self._closed:
                     return
-                ready = self._schedule.pop_due(time.monotonic())
-            for guard in ready:
-                self._workers.submit(guard._renew_once, self)
+                ready = self._schedule.pop_due(time.monotonic() + BATCH_WINDOW)
+            for batch in _batches(ready):
+                self._workers.submit(self._renew, batch)
+
+    def _renew(self, guards: list[LockGuard]) -> None:
+        # A guard whose lock is taken is exiting (it releases under that lock): leave it be.
+        taken = [guard for guard in guards if guard._io.acquire(blocking=False)]
+        try:
+            due = [guard for guard in taken if guard._held().needs_renewal()]
+            if not due:
+                return
+            leases = [guard.lease for guard in due]
+            flow = renew_batch_flow(
+                leases, clock=time.monotonic, timeout=_timeout(due, self.request_timeout)
+            )
+            try:
+                results = run_sync(flow, self._send)
+            except VolcanoError as error:
+                results = [error] * len(due)
+            except Exception:  # a bug must not kill the worker silently and leave `lost` False
+                logger.exception("renewal crashed")
+                results = [VolcanoError("renewal crashed")] * len(due)
+            for guard, old, result in zip(due, leases, results, strict=True):
+                if guard._renewal_done(old, result):
+                    self.schedule(guard, guard._held().next_renewal_at)
+        finally:
+            for guard in taken:
+                guard._io.release()
 
     def send(self, request: Request) -> Outcome:
         return self._send(request)
@@ -87,7 +128,65 @@ class Renewer:
             self._thread.join(timeout=5)
 
 
-class LockGuard:
+def _timeout(guards: list[LockGuard] | list[AsyncLockGuard], request_timeout: float) -> float:
+    now = time.monotonic()
+    return min(guard._held().renewal_timeout(now, request_timeout) for guard in guards)
+
+
+class _Guard:
+    """What the sync and async guards share: state, the loss view, and renewal results."""
+
+    _lost_event: threading.Event | asyncio.Event
+    _locks: Locks | AsyncLocks
+
+    def __init__(self, renewer: Callable[[], object], args: GuardArgs) -> None:
+        self._renewer_factory = renewer
+        self._args = args
+        self._key = args.key
+        self._ttl = args.ttl
+        self._state: GuardState | None = None
+
+    def __repr__(self) -> str:
+        lost = None if self._state is None else self.lost
+        return f"<{type(self).__name__} key={self._key!r} ttl={self._ttl} lost={lost}>"
+
+    def _held(self) -> GuardState:
+        if self._state is None:
+            raise RuntimeError("the guard holds no lease yet: enter it with `with`/`async with`")
+        return self._state
+
+    @property
+    def lease(self) -> LockLease:
+        """The latest lease."""
+        return self._held().lease
+
+    @property
+    def lost(self) -> bool:
+        """Ownership is lost, or may be: True from the local deadline on, whatever else ran."""
+        return self._held().is_lost(time.monotonic())
+
+    @property
+    def lost_reason(self) -> LossReason | None:
+        return self._held().loss_reason(time.monotonic())
+
+    def _renewal_done(self, old: LockLease, result: LockLease | VolcanoError) -> bool:
+        """Applies one renewal's result; True when the guard is to be renewed again."""
+        state = self._held()
+        now = time.monotonic()
+        if isinstance(result, LockLease):
+            state.renewed(result, now)
+            emit(self._locks._on_event, renewed(old, result, now))
+        else:
+            state.renewal_failed(result, now)
+            logger.warning("renewal of %r failed: %s", self._key, result)
+        if state.reason is not None:
+            self._lost_event.set()
+            emit(self._locks._on_event, lost(state.lease, state.reason))
+            return False
+        return not state.closed
+
+
+class LockGuard(_Guard):
     """Holds a lock for a ``with`` block, renewing it in the background.
 
     ``lease`` is the latest lease, ``lost`` tells whether ownership is lost (or may be: it is
@@ -95,36 +194,15 @@ class LockGuard:
     why, and ``wait_lost(timeout)`` waits for the loss like ``threading.Event.wait``.
     """
 
+    _locks: Locks
+    _lost_event: threading.Event
+
     def __init__(self, locks: Locks, renewer: Callable[[], object], args: GuardArgs) -> None:
+        super().__init__(renewer, args)
         self._locks = locks
-        self._renewer_factory = renewer
-        self._args = args
-        self._key = args.key
-        self._ttl = args.ttl
-        self._state: GuardState | None = None
         # Held across each renewal and the release, so exit never races an in-flight renewal.
         self._io = threading.Lock()
         self._lost_event = threading.Event()
-
-    def __repr__(self) -> str:
-        return f"<LockGuard key={self._key!r} ttl={self._ttl} lost={self.lost}>"
-
-    def _held(self) -> GuardState:
-        if self._state is None:
-            raise RuntimeError("the guard holds no lease yet: use it in a `with` statement")
-        return self._state
-
-    @property
-    def lease(self) -> LockLease:
-        return self._held().lease
-
-    @property
-    def lost(self) -> bool:
-        return self._held().is_lost(time.monotonic())
-
-    @property
-    def lost_reason(self) -> LossReason | None:
-        return self._held().loss_reason(time.monotonic())
 
     def wait_lost(self, timeout: float | None = None) -> bool:
         """True as soon as ownership is lost; False if ``timeout`` seconds pass first."""
@@ -150,38 +228,13 @@ class LockGuard:
             args.key, args.ttl, token=args.token, request_id=args.request_id, wait=args.wait
         )
         self._state = GuardState(key=self._key, ttl=self._ttl, lease=lease)
-        renewer = self._renewer()
-        renewer.schedule(self, self._state.next_renewal_at)
+        self._renewer().schedule(self, self._state.next_renewal_at)
         return self
 
     def _renewer(self) -> Renewer:
         renewer = self._renewer_factory()
         assert isinstance(renewer, Renewer)
         return renewer
-
-    def _renew_once(self, renewer: Renewer) -> None:
-        state = self._held()
-        with self._io:
-            if not state.needs_renewal():
-                return
-            flow = state.renewal_flow(time.monotonic, renewer.request_timeout)
-            old = state.lease
-            try:
-                state.renewed(run_sync(flow, renewer.send), time.monotonic())
-                emit(self._locks._on_event, renewed(old, state.lease, time.monotonic()))
-            except VolcanoError as error:
-                state.renewal_failed(error, time.monotonic())
-                logger.warning(
-                    "renewal of %r failed: %s", self._key, error, extra={"lock_key": self._key}
-                )
-            except Exception:  # a bug must not kill the worker silently and leave `lost` False
-                logger.exception("renewal of %r crashed", self._key)
-                state.renewal_failed(VolcanoError("renewal crashed"), time.monotonic())
-            if state.reason is not None:
-                self._lost_event.set()
-                emit(self._locks._on_event, lost(state.lease, state.reason))
-            elif not state.closed:
-                renewer.schedule(self, state.next_renewal_at)
 
     def __exit__(
         self,
@@ -208,7 +261,7 @@ class LockGuard:
 
 
 class AsyncRenewer:
-    """One scheduler task for all guards of an async client; each due renewal is a short task."""
+    """One scheduler task for all guards of an async client; each due batch is a short task."""
 
     def __init__(
         self, send: Callable[[Request], Awaitable[Outcome]], request_timeout: float
@@ -242,10 +295,38 @@ class AsyncRenewer:
                 with contextlib.suppress(TimeoutError):
                     await asyncio.wait_for(self._wakeup.wait(), None if due is None else due - now)
                 continue
-            for guard in self._schedule.pop_due(now):
-                task = asyncio.get_running_loop().create_task(guard._renew_once(self))
+            for batch in _batches(self._schedule.pop_due(now + BATCH_WINDOW)):
+                task = asyncio.get_running_loop().create_task(self._renew(batch))
                 self._renewals.add(task)  # keep a reference until it finishes
                 task.add_done_callback(self._renewals.discard)
+
+    async def _renew(self, guards: list[AsyncLockGuard]) -> None:
+        # A guard whose lock is taken is exiting (it releases under that lock): leave it be.
+        # An unlocked asyncio.Lock is taken without yielding, so nothing slips in between.
+        taken = [guard for guard in guards if not guard._io.locked()]
+        for guard in taken:
+            await guard._io.acquire()
+        try:
+            due = [guard for guard in taken if guard._held().needs_renewal()]
+            if not due:
+                return
+            leases = [guard.lease for guard in due]
+            flow = renew_batch_flow(
+                leases, clock=time.monotonic, timeout=_timeout(due, self.request_timeout)
+            )
+            try:
+                results = await run_async(flow, self._send)
+            except VolcanoError as error:
+                results = [error] * len(due)
+            except Exception:
+                logger.exception("renewal crashed")
+                results = [VolcanoError("renewal crashed")] * len(due)
+            for guard, old, result in zip(due, leases, results, strict=True):
+                if guard._renewal_done(old, result):
+                    self.schedule(guard, guard._held().next_renewal_at)
+        finally:
+            for guard in taken:
+                guard._io.release()
 
     async def send(self, request: Request) -> Outcome:
         return await self._send(request)
@@ -259,40 +340,19 @@ class AsyncRenewer:
         await asyncio.gather(*tasks, return_exceptions=True)
 
 
-class AsyncLockGuard:
+class AsyncLockGuard(_Guard):
     """The async twin of ``LockGuard``: ``async with client.locks.with_lock(...) as guard``."""
 
+    _locks: AsyncLocks
+    _lost_event: asyncio.Event
+
     def __init__(self, locks: AsyncLocks, renewer: Callable[[], object], args: GuardArgs) -> None:
-        self._locks = locks
-        self._renewer_factory = renewer
-        self._args = args
-        self._key = args.key
-        self._ttl = args.ttl
-        self._state: GuardState | None = None
         import asyncio
 
+        super().__init__(renewer, args)
+        self._locks = locks
         self._io = asyncio.Lock()
         self._lost_event = asyncio.Event()
-
-    def __repr__(self) -> str:
-        return f"<AsyncLockGuard key={self._key!r} ttl={self._ttl} lost={self.lost}>"
-
-    def _held(self) -> GuardState:
-        if self._state is None:
-            raise RuntimeError("the guard holds no lease yet: use it in an `async with` statement")
-        return self._state
-
-    @property
-    def lease(self) -> LockLease:
-        return self._held().lease
-
-    @property
-    def lost(self) -> bool:
-        return self._held().is_lost(time.monotonic())
-
-    @property
-    def lost_reason(self) -> LossReason | None:
-        return self._held().loss_reason(time.monotonic())
 
     async def wait_lost(self, timeout: float | None = None) -> bool:
         """True as soon as ownership is lost; False if ``timeout`` seconds pass first."""
@@ -327,28 +387,6 @@ class AsyncLockGuard:
         renewer = self._renewer_factory()
         assert isinstance(renewer, AsyncRenewer)
         return renewer
-
-    async def _renew_once(self, renewer: AsyncRenewer) -> None:
-        state = self._held()
-        async with self._io:
-            if not state.needs_renewal():
-                return
-            flow = state.renewal_flow(time.monotonic, renewer.request_timeout)
-            old = state.lease
-            try:
-                state.renewed(await run_async(flow, renewer.send), time.monotonic())
-                emit(self._locks._on_event, renewed(old, state.lease, time.monotonic()))
-            except VolcanoError as error:
-                state.renewal_failed(error, time.monotonic())
-                logger.warning("renewal of %r failed: %s", self._key, error)
-            except Exception:
-                logger.exception("renewal of %r crashed", self._key)
-                state.renewal_failed(VolcanoError("renewal crashed"), time.monotonic())
-            if state.reason is not None:
-                self._lost_event.set()
-                emit(self._locks._on_event, lost(state.lease, state.reason))
-            elif not state.closed:
-                renewer.schedule(self, state.next_renewal_at)
 
     async def __aexit__(
         self,

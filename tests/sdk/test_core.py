@@ -38,6 +38,7 @@ from volcano_sdk._core import (
     Sleep,
     acquire_flow,
     get_flow,
+    renew_batch_flow,
     renew_flow,
 )
 
@@ -258,6 +259,44 @@ def test_renew_rejects_a_lease_of_another_key_before_sending() -> None:
     old, _ = acquire([lease_reply()])
     with pytest.raises(ValueError, match="lease is for key"):
         next(renew_flow("other", old, 30, request_id=None, clock=clock))
+
+
+def test_renew_batch_gives_one_result_per_lease_in_order() -> None:
+    from generated.models import ErrorDetail, RenewBatchItemResult, RenewBatchResult
+
+    first, _ = acquire([lease_reply()])
+    second, _ = acquire([lease_reply(fence=9)])
+    renewed_body = lease_reply(fence=7).parsed
+    body = RenewBatchResult(
+        results=[
+            RenewBatchItemResult(key="daily-report", status=200, lease=renewed_body),  # type: ignore[arg-type]
+            RenewBatchItemResult(
+                key="daily-report",
+                status=409,
+                error=ErrorDetail(code="lease_expired", message="gone", request_id="r"),
+            ),
+        ]
+    )
+    flow = renew_batch_flow([first, second], clock=lambda: 200.0, timeout=3.0)
+    request = next(flow)
+    assert isinstance(request, Request) and request.operation is Operation.RENEW_BATCH
+    assert request.timeout == 3.0
+    assert [(i.key, i.token, i.ttl) for i in request.batch] == [("daily-report", TOKEN, 30)] * 2
+    with pytest.raises(StopIteration) as done:
+        flow.send(Reply(200, {}, b"", parsed=body))
+    renewed, refused = done.value.value
+    assert renewed.fencing_token == 7 and renewed.local_deadline == 230.0
+    assert isinstance(refused, ConflictError) and refused.code == "lease_expired"
+
+
+def test_renew_batch_with_a_wrong_result_count_is_unexpected() -> None:
+    from generated.models import RenewBatchResult
+
+    lease, _ = acquire([lease_reply()])
+    flow = renew_batch_flow([lease], clock=clock)
+    next(flow)
+    with pytest.raises(UnexpectedResponseError):
+        flow.send(Reply(200, {}, b"", parsed=RenewBatchResult(results=[])))
 
 
 def test_lease_repr_and_str_hide_the_token() -> None:

@@ -170,13 +170,17 @@ def test_paused_process_reads_lost_at_once_after_resuming(
     assert out.strip().splitlines()[0] == "lost"
 
 
-def test_many_guards_share_a_few_renewal_threads(
-    client: VolcanoClient, other_client: VolcanoClient, key: str
+def test_many_guards_share_a_few_renewal_threads_and_batch_requests(
+    live_server: LiveServer, other_client: VolcanoClient, key: str
 ) -> None:
     from contextlib import ExitStack
 
+    transport = FaultyTransport([])  # passes everything through, counting requests
+    client = VolcanoClient(
+        live_server.anon_key, live_server.service_key, live_server.url, transport=transport
+    )
     before = threading.active_count()
-    with ExitStack() as stack:
+    with client, ExitStack() as stack:
         guards = [
             stack.enter_context(client.locks.with_lock(f"{key}/{i}", ttl=TTL)) for i in range(100)
         ]
@@ -187,4 +191,6 @@ def test_many_guards_share_a_few_renewal_threads(
         assert all(
             g.lease.expires_at > lease.expires_at for g, lease in zip(guards, first, strict=True)
         )
+        batches = [r for r in transport.sent if r.url.path == "/locks/v1/leases/renew"]
+        assert 1 <= len(batches) <= 10  # 100 renewals in a few batch requests, not 100
     assert not other_client.locks.get(f"{key}/0").held
