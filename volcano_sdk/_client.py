@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import threading
 from types import TracebackType
-from typing import Any
+from typing import TYPE_CHECKING
 
 import httpx
 
@@ -12,6 +12,9 @@ from ._core import Outcome, Request
 from ._events import EventHook
 from ._guard import AsyncRenewer, Renewer
 from ._locks import AsyncLocks, Locks
+
+if TYPE_CHECKING:
+    from generated.client import AuthenticatedClient
 
 __all__ = ["DEFAULT_API_URL", "DEFAULT_TIMEOUT", "AsyncVolcanoClient", "VolcanoClient"]
 
@@ -40,6 +43,28 @@ def _timeout(timeout: float | httpx.Timeout) -> httpx.Timeout:
     return httpx.Timeout(float(timeout))
 
 
+def _api_client(
+    anon_key: str,
+    service_key: str,
+    api_url: str,
+    timeout: httpx.Timeout,
+    transport: httpx.BaseTransport | httpx.AsyncBaseTransport | None,
+) -> AuthenticatedClient:
+    """The generated client both twins build on."""
+    _check_credentials(anon_key, service_key, api_url)
+    # Imported on first use: the generated client is most of `import volcano_sdk`'s cost.
+    from . import _adapter
+
+    api = _adapter.build_client(
+        api_url=api_url,
+        anon_key=anon_key,
+        service_key=service_key,
+        timeout=timeout,
+        httpx_args={} if transport is None else {"transport": transport},
+    )
+    return api
+
+
 def _request_timeout(timeout: httpx.Timeout) -> float:
     parts = [t for t in (timeout.connect, timeout.read, timeout.write, timeout.pool) if t]
     return max(parts) if parts else DEFAULT_TIMEOUT.read or 10.0
@@ -64,21 +89,9 @@ class VolcanoClient:
         transport: httpx.BaseTransport | None = None,
         on_event: EventHook | None = None,
     ) -> None:
-        _check_credentials(anon_key, service_key, api_url)
         self.api_url = api_url
         self._timeout = _timeout(timeout)
-        httpx_args: dict[str, Any] = {} if transport is None else {"transport": transport}
-        # Imported on first use: the generated client is most of `import volcano_sdk`'s cost.
-        from . import _adapter
-
-        self._adapter = _adapter
-        self._api = _adapter.build_client(
-            api_url=api_url,
-            anon_key=anon_key,
-            service_key=service_key,
-            timeout=self._timeout,
-            httpx_args=httpx_args,
-        )
+        self._api = _api_client(anon_key, service_key, api_url, self._timeout, transport)
         self._http = self._api.get_httpx_client()
         self._renewer: Renewer | None = None
         self._renewer_lock = threading.Lock()
@@ -88,11 +101,13 @@ class VolcanoClient:
         return f"VolcanoClient(api_url={self.api_url!r})"
 
     def _send(self, request: Request) -> Outcome:
+        from . import _adapter  # loaded by the constructor already; this is a dict lookup
+
         try:
-            response = self._http.request(**self._adapter.prepare(request))
+            response = self._http.request(**_adapter.prepare(request))
         except httpx.HTTPError as exc:
-            return self._adapter.transport_failure(exc)
-        return self._adapter.parse(self._api, request, response)
+            return _adapter.transport_failure(exc)
+        return _adapter.parse(self._api, request, response)
 
     def _guard_renewer(self) -> Renewer:
         with self._renewer_lock:
@@ -150,23 +165,11 @@ class AsyncVolcanoClient:
         transport: httpx.AsyncBaseTransport | None = None,
         on_event: EventHook | None = None,
     ) -> None:
-        _check_credentials(anon_key, service_key, api_url)
         self.api_url = api_url
         self._timeout = _timeout(timeout)
         if transport is None:
             transport = default_async_transport()
-        httpx_args: dict[str, Any] = {} if transport is None else {"transport": transport}
-        # Imported on first use: the generated client is most of `import volcano_sdk`'s cost.
-        from . import _adapter
-
-        self._adapter = _adapter
-        self._api = _adapter.build_client(
-            api_url=api_url,
-            anon_key=anon_key,
-            service_key=service_key,
-            timeout=self._timeout,
-            httpx_args=httpx_args,
-        )
+        self._api = _api_client(anon_key, service_key, api_url, self._timeout, transport)
         self._http = self._api.get_async_httpx_client()
         self._renewer: AsyncRenewer | None = None
         self.locks = AsyncLocks(self._send, self._guard_renewer, on_event)
@@ -175,11 +178,13 @@ class AsyncVolcanoClient:
         return f"AsyncVolcanoClient(api_url={self.api_url!r})"
 
     async def _send(self, request: Request) -> Outcome:
+        from . import _adapter
+
         try:
-            response = await self._http.request(**self._adapter.prepare(request))
+            response = await self._http.request(**_adapter.prepare(request))
         except httpx.HTTPError as exc:
-            return self._adapter.transport_failure(exc)
-        return self._adapter.parse(self._api, request, response)
+            return _adapter.transport_failure(exc)
+        return _adapter.parse(self._api, request, response)
 
     def _guard_renewer(self) -> AsyncRenewer:
         if self._renewer is None:
