@@ -12,7 +12,7 @@ import contextlib
 import logging
 import threading
 import time
-from collections.abc import Awaitable, Callable
+from collections.abc import Awaitable, Callable, Sequence
 from concurrent.futures import ThreadPoolExecutor
 from types import TracebackType
 from typing import TYPE_CHECKING, TypeVar
@@ -25,7 +25,7 @@ from ._core import (
     Request,
     renew_batch_flow,
 )
-from ._errors import LossReason, VolcanoError
+from ._errors import LossReason, TransportError, VolcanoError
 from ._events import emit, lost, released, renewed
 from ._locks import GuardArgs, run_async, run_sync
 from ._models import LockLease
@@ -38,6 +38,7 @@ if TYPE_CHECKING:
 __all__ = ["AsyncLockGuard", "AsyncRenewer", "LockGuard", "Renewer"]
 
 G = TypeVar("G")
+GuardT = TypeVar("GuardT", "LockGuard", "AsyncLockGuard")
 
 logger = logging.getLogger("volcano_sdk")
 
@@ -95,7 +96,7 @@ class Renewer:
         # A guard whose lock is taken is exiting (it releases under that lock): leave it be.
         taken = [guard for guard in guards if guard._io.acquire(blocking=False)]
         try:
-            due = [guard for guard in taken if guard._held().needs_renewal()]
+            due = _still_due(taken)
             if not due:
                 return
             leases = [guard.lease for guard in due]
@@ -109,9 +110,7 @@ class Renewer:
             except Exception:  # a bug must not kill the worker silently and leave `lost` False
                 logger.exception("renewal crashed")
                 results = [VolcanoError("renewal crashed")] * len(due)
-            for guard, old, result in zip(due, leases, results, strict=True):
-                if guard._renewal_done(old, result):
-                    self.schedule(guard, guard._held().next_renewal_at)
+            _apply(due, leases, results, self.schedule)
         finally:
             for guard in taken:
                 guard._io.release()
@@ -128,9 +127,36 @@ class Renewer:
             self._thread.join(timeout=5)
 
 
-def _timeout(guards: list[LockGuard] | list[AsyncLockGuard], request_timeout: float) -> float:
+def _timeout(guards: Sequence[_Guard], request_timeout: float) -> float:
     now = time.monotonic()
     return min(guard._held().renewal_timeout(now, request_timeout) for guard in guards)
+
+
+def _still_due(guards: Sequence[GuardT]) -> list[GuardT]:
+    """The guards to renew now. One whose local deadline already passed is lost, not renewed:
+    it must not cut the whole batch's timeout to nothing."""
+    now = time.monotonic()
+    due = []
+    for guard in guards:
+        state = guard._held()
+        if not state.needs_renewal():
+            continue
+        if state.lease.local_deadline <= now:
+            guard._renewal_done(state.lease, TransportError("no renewal before the deadline"))
+        else:
+            due.append(guard)
+    return due
+
+
+def _apply(
+    guards: Sequence[GuardT],
+    leases: Sequence[LockLease],
+    results: Sequence[LockLease | VolcanoError],
+    schedule: Callable[[GuardT, float], None],
+) -> None:
+    for guard, old, result in zip(guards, leases, results, strict=True):
+        if guard._renewal_done(old, result):
+            schedule(guard, guard._held().next_renewal_at)
 
 
 class _Guard:
@@ -307,7 +333,7 @@ class AsyncRenewer:
         for guard in taken:
             await guard._io.acquire()
         try:
-            due = [guard for guard in taken if guard._held().needs_renewal()]
+            due = _still_due(taken)
             if not due:
                 return
             leases = [guard.lease for guard in due]
@@ -321,9 +347,7 @@ class AsyncRenewer:
             except Exception:
                 logger.exception("renewal crashed")
                 results = [VolcanoError("renewal crashed")] * len(due)
-            for guard, old, result in zip(due, leases, results, strict=True):
-                if guard._renewal_done(old, result):
-                    self.schedule(guard, guard._held().next_renewal_at)
+            _apply(due, leases, results, self.schedule)
         finally:
             for guard in taken:
                 guard._io.release()
