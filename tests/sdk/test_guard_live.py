@@ -130,8 +130,9 @@ PAUSED_HOLDER = textwrap.dedent(
 
     client = VolcanoClient(os.environ["A"], os.environ["S"], os.environ["U"])
     with client.locks.with_lock(os.environ["K"], ttl=5) as guard:
-        print("held", flush=True)
+        # Before saying "held": the parent may stop us the moment it reads that line.
         last = time.monotonic()
+        print("held", flush=True)
         for _ in range(2000):  # bounded: about 20 s
             now = time.monotonic()
             if now - last > 2.0:  # the first look after being stopped and resumed
