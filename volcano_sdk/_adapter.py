@@ -127,5 +127,5 @@ def parse(client: AuthenticatedClient, request: Request, response: httpx.Respons
     )
 
 
-def transport_failure(exc: httpx.HTTPError) -> NoReply:
+def transport_failure(exc: Exception) -> NoReply:
     return NoReply(cause=exc, timed_out=isinstance(exc, httpx.TimeoutException))

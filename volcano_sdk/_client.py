@@ -105,7 +105,7 @@ class VolcanoClient:
 
         try:
             response = self._http.request(**_adapter.prepare(request))
-        except httpx.HTTPError as exc:
+        except (httpx.HTTPError, RuntimeError) as exc:  # RuntimeError: the client was closed
             return _adapter.transport_failure(exc)
         return _adapter.parse(self._api, request, response)
 
@@ -182,7 +182,7 @@ class AsyncVolcanoClient:
 
         try:
             response = await self._http.request(**_adapter.prepare(request))
-        except httpx.HTTPError as exc:
+        except (httpx.HTTPError, RuntimeError) as exc:  # RuntimeError: the client was closed
             return _adapter.transport_failure(exc)
         return _adapter.parse(self._api, request, response)
 

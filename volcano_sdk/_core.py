@@ -126,9 +126,10 @@ class Reply:
     """An HTTP answer. ``parsed`` is the generated model of a 2xx body, or None if unreadable."""
 
     status: int
-    headers: Mapping[str, str]
-    content: bytes
-    parsed: object | None = None
+    # An acquire's answer holds the ownership token: kept out of reprs (tracebacks, Sentry).
+    headers: Mapping[str, str] = attrs.field(repr=False)
+    content: bytes = attrs.field(repr=False)
+    parsed: object | None = attrs.field(default=None, repr=False)
 
 
 @attrs.frozen
@@ -426,13 +427,19 @@ def _acquire_once(key: str, ttl: int, token: str, request_id: str, clock: Clock)
     # The local deadline counts from the first try: a lease granted then expires first.
     started = clock()
     outcome = yield request
-    if _retryable(outcome):
+    uncertain = _retryable(outcome)
+    if uncertain:
         pause = _retry_pause(outcome)
         if pause > 0:
             yield Sleep(pause)
         outcome = yield request
     if _retryable(outcome) or (isinstance(outcome, Reply) and outcome.status >= 500):
         raise _outcome_unknown(request, outcome, "the service could not confirm it")
+    # After an uncertain first try, a refusal of the retry (429, 401, a proxy's 499...) says
+    # nothing about whether the first was granted: keep the ids that can recover it. A 409 does
+    # say: a lease granted to this token would have been returned, not refused.
+    if uncertain and isinstance(outcome, Reply) and outcome.status >= 300 and outcome.status != 409:
+        raise _outcome_unknown(request, outcome, "the retry was refused")
     reply = _raise_for_failure(outcome, request)
     try:
         body: _LeaseBody = _parsed(reply, request)  # type: ignore[assignment]

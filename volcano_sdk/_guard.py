@@ -25,7 +25,7 @@ from ._core import (
     Request,
     renew_batch_flow,
 )
-from ._errors import LossReason, TransportError, VolcanoError
+from ._errors import ConflictError, LossReason, TransportError, VolcanoError
 from ._events import emit, lost, released, renewed
 from ._locks import GuardArgs, run_async, run_sync
 from ._models import LockLease
@@ -95,6 +95,7 @@ class Renewer:
     def _renew(self, guards: list[LockGuard]) -> None:
         # A guard whose lock is taken is exiting (it releases under that lock): leave it be.
         taken = [guard for guard in guards if guard._io.acquire(blocking=False)]
+        again: list[LockGuard] = []
         try:
             due = _still_due(taken)
             if not due:
@@ -110,10 +111,12 @@ class Renewer:
             except Exception:  # a bug must not kill the worker silently and leave `lost` False
                 logger.exception("renewal crashed")
                 results = [VolcanoError("renewal crashed")] * len(due)
-            _apply(due, leases, results, self.schedule)
+            again = _apply(due, leases, results)
         finally:
             for guard in taken:
                 guard._io.release()
+            for guard in again:
+                self.schedule(guard, guard._held().next_renewal_at)
 
     def send(self, request: Request) -> Outcome:
         return self._send(request)
@@ -140,6 +143,8 @@ def _still_due(guards: Sequence[GuardT]) -> list[GuardT]:
     for guard in guards:
         state = guard._held()
         if not state.needs_renewal():
+            if not state.closed:
+                guard._signal_loss()  # lost by time, seen first by a reader of `lost`
             continue
         if state.lease.local_deadline <= now:
             guard._renewal_done(state.lease, TransportError("no renewal before the deadline"))
@@ -152,11 +157,14 @@ def _apply(
     guards: Sequence[GuardT],
     leases: Sequence[LockLease],
     results: Sequence[LockLease | VolcanoError],
-    schedule: Callable[[GuardT, float], None],
-) -> None:
-    for guard, old, result in zip(guards, leases, results, strict=True):
-        if guard._renewal_done(old, result):
-            schedule(guard, guard._held().next_renewal_at)
+) -> list[GuardT]:
+    """Applies a batch's results; the guards to schedule again (after their locks are freed,
+    so that a quick next round never finds them still taken and skips them)."""
+    return [
+        guard
+        for guard, old, result in zip(guards, leases, results, strict=True)
+        if guard._renewal_done(old, result)
+    ]
 
 
 class _Guard:
@@ -171,6 +179,7 @@ class _Guard:
         self._key = args.key
         self._ttl = args.ttl
         self._state: GuardState | None = None
+        self._loss_signalled = False
 
     def __repr__(self) -> str:
         lost = None if self._state is None else self.lost
@@ -206,10 +215,40 @@ class _Guard:
             state.renewal_failed(result, now)
             logger.warning("renewal of %r failed: %s", self._key, result)
         if state.reason is not None:
-            self._lost_event.set()
-            emit(self._locks._on_event, lost(state.lease, state.reason))
+            self._signal_loss()
             return False
         return not state.closed
+
+    def _signal_loss(self) -> None:
+        """Wakes ``wait_lost`` and emits ``lost``, once, whoever noticed the loss first."""
+        state = self._held()
+        if state.reason is None or self._loss_signalled:
+            return
+        self._loss_signalled = True
+        self._lost_event.set()
+        emit(self._locks._on_event, lost(state.lease, state.reason))
+
+    def _released(self, outcome: bool | VolcanoError) -> VolcanoError | None:
+        """Judges the release at exit; the loss to raise, if ownership turned out lost.
+
+        A release refused (409) or that found nothing to free means the lease was gone before
+        exit (taken over, force-released, expired): the block ran without ownership at the end.
+        """
+        state = self._held()
+        now = time.monotonic()
+        if outcome is True:
+            emit(self._locks._on_event, released(state.lease))
+        elif outcome is False:
+            if state.loss_reason(now) is None:
+                state.reason = LossReason.SUPERSEDED
+        elif isinstance(outcome, ConflictError):
+            if state.loss_reason(now) is None:
+                state.renewal_failed(outcome, now)
+        else:
+            # The lease expires by itself at its TTL; a failed release is not the block's fault.
+            logger.warning("release of %r failed: %s", self._key, outcome)
+        self._signal_loss()
+        return state.exit_error(now)
 
 
 class LockGuard(_Guard):
@@ -272,13 +311,12 @@ class LockGuard(_Guard):
         renewer = self._renewer()
         with self._io:
             state.closed = True
-            loss = state.exit_error(time.monotonic())
+            outcome: bool | VolcanoError
             try:
-                run_sync(state.release_flow(renewer.request_timeout), renewer.send)
-                emit(self._locks._on_event, released(state.lease))
+                outcome = run_sync(state.release_flow(renewer.request_timeout), renewer.send)
             except VolcanoError as error:
-                # The lease expires by itself at its TTL; a failed release is not the block's fault.
-                logger.warning("release of %r failed: %s", self._key, error)
+                outcome = error
+            loss = self._released(outcome)
         if loss is None:
             return
         if exc is None:
@@ -332,6 +370,7 @@ class AsyncRenewer:
         taken = [guard for guard in guards if not guard._io.locked()]
         for guard in taken:
             await guard._io.acquire()
+        again: list[AsyncLockGuard] = []
         try:
             due = _still_due(taken)
             if not due:
@@ -347,10 +386,12 @@ class AsyncRenewer:
             except Exception:
                 logger.exception("renewal crashed")
                 results = [VolcanoError("renewal crashed")] * len(due)
-            _apply(due, leases, results, self.schedule)
+            again = _apply(due, leases, results)
         finally:
             for guard in taken:
                 guard._io.release()
+            for guard in again:
+                self.schedule(guard, guard._held().next_renewal_at)
 
     async def send(self, request: Request) -> Outcome:
         return await self._send(request)
@@ -422,12 +463,12 @@ class AsyncLockGuard(_Guard):
         renewer = self._renewer()
         async with self._io:
             state.closed = True
-            loss = state.exit_error(time.monotonic())
+            outcome: bool | VolcanoError
             try:
-                await run_async(state.release_flow(renewer.request_timeout), renewer.send)
-                emit(self._locks._on_event, released(state.lease))
+                outcome = await run_async(state.release_flow(renewer.request_timeout), renewer.send)
             except VolcanoError as error:
-                logger.warning("release of %r failed: %s", self._key, error)
+                outcome = error
+            loss = self._released(outcome)
         if loss is None:
             return
         if exc is None:

@@ -459,3 +459,22 @@ def test_wait_does_not_retry_other_conflicts() -> None:
 def test_bad_wait_is_rejected_before_sending(wait: object, error: type[Exception]) -> None:
     with pytest.raises(error):
         next(acquire_flow("k", 30, token=None, request_id=None, clock=clock, wait=wait))
+
+
+@pytest.mark.parametrize("status", [429, 401, 499, 408])
+def test_a_refused_retry_after_an_uncertain_try_keeps_the_recovery_ids(status: int) -> None:
+    cut = NoReply(httpx.RemoteProtocolError("cut"), timed_out=False)
+    with pytest.raises(AcquireOutcomeUnknownError) as info:
+        acquire([cut, error_reply(status, "refused")])
+    assert info.value.token == TOKEN and info.value.status == status
+
+
+def test_a_conflict_on_the_retry_is_a_plain_conflict() -> None:
+    cut = NoReply(httpx.RemoteProtocolError("cut"), timed_out=False)
+    with pytest.raises(ConflictError):
+        acquire([cut, error_reply(409, "lock_held")])
+
+
+def test_reply_repr_hides_bodies_and_headers() -> None:
+    reply = lease_reply(token=TOKEN)
+    assert TOKEN not in repr(reply) and TOKEN.lower() not in repr(reply)

@@ -51,3 +51,34 @@ def test_servers_are_independent() -> None:
     with LockServer() as one, LockServer() as two, one.client() as a, two.client() as b:
         a.locks.acquire("k", ttl=30)
         assert not b.locks.get("k").held
+
+
+def test_a_takeover_found_only_at_release_is_still_a_loss() -> None:
+    with LockServer() as server, server.client() as client:
+        with pytest.raises(LockLostError) as taken:
+            with client.locks.with_lock("k1", ttl=30) as guard:
+                server.take_over("k1")  # no renewal comes before the block ends
+        assert taken.value.reason is LossReason.SUPERSEDED and guard.lost
+        with pytest.raises(LockLostError) as freed:
+            with client.locks.with_lock("k2", ttl=30) as guard:
+                client.locks.force_release("k2")  # released=false at exit
+        assert freed.value.reason is LossReason.SUPERSEDED and guard.lost
+
+
+async def test_async_takeover_found_only_at_release_is_still_a_loss() -> None:
+    with LockServer() as server:
+        async with server.async_client() as client:
+            with pytest.raises(LockLostError):
+                async with client.locks.with_lock("k3", ttl=30):
+                    server.take_over("k3")
+
+
+def test_a_client_closed_inside_a_block_gives_sdk_errors_only() -> None:
+    from volcano_sdk import VolcanoError
+
+    with LockServer() as server:
+        client = server.client()
+        with pytest.raises(VolcanoError):
+            with client.locks.with_lock("k4", ttl=30):
+                client.close()
+                client.locks.get("k4")
