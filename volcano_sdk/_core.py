@@ -524,14 +524,11 @@ def renew_flow(
     *,
     request_id: object | None,
     clock: Clock,
-    timeout: float | None = None,
 ) -> Flow[LockLease]:
     key = check_key(key)
     lease = check_lease(lease, key)
     ttl = check_ttl(ttl)
-    request = Request(
-        Operation.RENEW, key, _new_id(request_id), token=lease.token, ttl=ttl, timeout=timeout
-    )
+    request = Request(Operation.RENEW, key, _new_id(request_id), token=lease.token, ttl=ttl)
     started = clock()
     reply = _raise_for_failure((yield request), request)
     body: _LeaseBody = _parsed(reply, request)  # type: ignore[assignment]
