@@ -650,6 +650,19 @@ class GuardState:
             self.reason = LossReason.UNREACHABLE
         return self.reason
 
+    def lost_wait(self, now: float, end: float | None) -> bool | float:
+        """One step of ``wait_lost``: True once lost, False once ``end`` has passed, else how
+        long to sleep before looking again (at most until the current local deadline, which
+        moves on each renewal)."""
+        if self.is_lost(now):
+            return True
+        wait = self.lease.local_deadline - now
+        if end is not None:
+            if now >= end:
+                return False
+            wait = min(wait, end - now)
+        return max(wait, 0.0)
+
     def needs_renewal(self) -> bool:
         return not self.closed and self.reason is None
 

@@ -274,16 +274,10 @@ class LockGuard(_Guard):
         state = self._held()
         end = None if timeout is None else time.monotonic() + timeout
         while True:
-            now = time.monotonic()
-            if state.is_lost(now):
-                return True
-            # The deadline moves on each renewal: wake at the current one, then look again.
-            wait = state.lease.local_deadline - now
-            if end is not None:
-                if now >= end:
-                    return False
-                wait = min(wait, end - now)
-            self._lost_event.wait(max(wait, 0.0))
+            step = state.lost_wait(time.monotonic(), end)
+            if isinstance(step, bool):
+                return step
+            self._lost_event.wait(step)
 
     def __enter__(self) -> LockGuard:
         if self._state is not None:
@@ -426,16 +420,11 @@ class AsyncLockGuard(_Guard):
         state = self._held()
         end = None if timeout is None else time.monotonic() + timeout
         while True:
-            now = time.monotonic()
-            if state.is_lost(now):
-                return True
-            wait = state.lease.local_deadline - now
-            if end is not None:
-                if now >= end:
-                    return False
-                wait = min(wait, end - now)
+            step = state.lost_wait(time.monotonic(), end)
+            if isinstance(step, bool):
+                return step
             with contextlib.suppress(TimeoutError):
-                await asyncio.wait_for(self._lost_event.wait(), max(wait, 0.0))
+                await asyncio.wait_for(self._lost_event.wait(), step)
 
     async def __aenter__(self) -> AsyncLockGuard:
         if self._state is not None:

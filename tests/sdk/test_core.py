@@ -478,3 +478,11 @@ def test_a_conflict_on_the_retry_is_a_plain_conflict() -> None:
 def test_reply_repr_hides_bodies_and_headers() -> None:
     reply = lease_reply(token=TOKEN)
     assert TOKEN not in repr(reply) and TOKEN.lower() not in repr(reply)
+
+
+def test_lost_wait_steps() -> None:
+    state = guard()  # local deadline 130
+    assert state.lost_wait(100.0, None) == 30.0  # sleep until the deadline, then look again
+    assert state.lost_wait(100.0, 105.0) == 5.0
+    assert state.lost_wait(105.0, 105.0) is False  # the caller's timeout passed first
+    assert state.lost_wait(130.0, None) is True
